@@ -1,0 +1,48 @@
+//! Inspects and changes queues and tasks. Go: `inspector.go`.
+//!
+//! The [`Inspector`] is what the dashboard and operators' scripts use: list
+//! queues and their statistics, list tasks per state, run, archive or delete
+//! them, pause queues, list servers and scheduler entries. Precondition errors
+//! match Go's (spec §9). Every path that writes to the archive trims it to
+//! 10,000 tasks and 90 days and deletes the trimmed tasks' hashes (S16).
+//!
+//! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
+//! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
+//! (servers with their workers, scheduler entries and events).
+
+mod queues;
+mod servers;
+mod tasks;
+
+// pub use queues::{DailyStats, GroupInfo, QueueInfo};
+// pub use servers::{SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, WorkerInfo};
+// pub use tasks::Page;
+
+use crate::broker::Broker;
+use crate::error::Result;
+
+/// Reads and changes asynq state in one Redis (Go `asynq.Inspector`).
+#[derive(Clone, Debug)]
+pub struct Inspector {
+    broker: Broker,
+}
+
+impl Inspector {
+    /// Connects to Redis at `url` (`redis://host:port/db`). Errors with
+    /// [`Error::Redis`](crate::Error::Redis) when Redis cannot be reached.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Ok(Inspector {
+            broker: Broker::connect(url).await?,
+        })
+    }
+
+    /// An inspector on an existing broker connection.
+    pub fn from_broker(broker: Broker) -> Self {
+        Inspector { broker }
+    }
+
+    /// The broker this inspector uses.
+    pub fn broker(&self) -> &Broker {
+        &self.broker
+    }
+}
