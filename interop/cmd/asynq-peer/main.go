@@ -1,0 +1,108 @@
+// Command asynq-peer is a small CLI around github.com/hibiken/asynq used by
+// asynqdeck's Rust integration tests to exercise wire compatibility against
+// the reference Go implementation on a shared Redis.
+//
+// Usage:
+//
+//	asynq-peer --redis HOST:PORT [--db N] <subcommand> [flags]
+//
+// Every invocation prints exactly one JSON document on stdout, except
+// "work" and "schedule" which print one JSON document per line. On error it
+// prints {"error":"...","code":"..."} on stdout and exits with status 1.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hibiken/asynq"
+)
+
+const usage = `usage: asynq-peer --redis HOST:PORT [--db N] <command> [flags]
+
+commands:
+  enqueue    enqueue one task with asynq.Client and print its TaskInfo
+  inspect    run an asynq.Inspector operation (see "inspect help")
+  work       run an asynq.Server and print one JSON line per handled task
+  schedule   run an asynq.Scheduler with one entry for a while
+`
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	global := flag.NewFlagSet("asynq-peer", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	redisAddr := global.String("redis", "", "Redis address HOST:PORT (required)")
+	db := global.Int("db", 0, "Redis database number")
+	if err := global.Parse(args); err != nil {
+		return fail(usageErr("%v", err))
+	}
+	if *redisAddr == "" {
+		return fail(usageErr("--redis HOST:PORT is required"))
+	}
+	rest := global.Args()
+	if len(rest) == 0 {
+		return fail(usageErr("missing command\n%s", usage))
+	}
+	conn := asynq.RedisClientOpt{Addr: *redisAddr, DB: *db}
+
+	var err error
+	switch cmd, cmdArgs := rest[0], rest[1:]; cmd {
+	case "enqueue":
+		err = cmdEnqueue(conn, cmdArgs)
+	case "inspect":
+		err = cmdInspect(conn, cmdArgs)
+	case "work":
+		err = cmdWork(conn, cmdArgs)
+	case "schedule":
+		err = cmdSchedule(conn, cmdArgs)
+	default:
+		err = usageErr("unknown command %q\n%s", cmd, usage)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// usageErr builds an error for bad command-line input; it is reported with
+// code "other".
+func usageErr(format string, a ...any) error {
+	return fmt.Errorf("usage: "+format, a...)
+}
+
+// newFlagSet returns a flag set that reports parse errors instead of
+// printing them and exiting, so that errors are reported as JSON.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseFlags parses args into fs, rejects positional leftovers and returns
+// the set of flag names that were explicitly given.
+func parseFlags(fs *flag.FlagSet, args []string) (map[string]bool, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, usageErr("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErr("%s: unexpected arguments %q", fs.Name(), fs.Args())
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return given, nil
+}
+
+// requireFlags returns a usage error if any of names was not given.
+func requireFlags(fs *flag.FlagSet, given map[string]bool, names ...string) error {
+	for _, n := range names {
+		if !given[n] {
+			return usageErr("%s: --%s is required", fs.Name(), n)
+		}
+	}
+	return nil
+}
