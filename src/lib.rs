@@ -11,6 +11,8 @@
 //! - [`inspector`]: [`Inspector`] reads and changes queues and tasks (Go `inspector.go`).
 //! - [`broker`]: the only module that speaks Redis: key names, protobuf
 //!   messages and one Lua script per operation (Go `internal/rdb`, `internal/base`).
+//! - [`server`]: the worker side: [`Handler`], [`ServeMux`], [`TaskContext`],
+//!   handler error markers ([`SkipRetry`], [`RevokeTask`]) and retry policies.
 //! - [`clock`]: the time source, injectable for tests.
 //! - [`error`]: the public [`Error`].
 //!
@@ -33,9 +35,14 @@ pub mod client;
 pub mod clock;
 pub mod error;
 pub mod inspector;
+pub mod server;
 pub mod task;
 
 pub use client::Client;
 pub use error::{Error, Result};
 pub use inspector::Inspector;
+pub use server::{
+    Backoff, Handler, RetryAfter, RetryDelayFunc, RetryPolicy, RevokeTask, ServeMux, SkipRetry,
+    TaskContext, TaskError, handler_fn,
+};
 pub use task::{EnqueueOptions, ProcessAt, Task, TaskInfo, TaskState};

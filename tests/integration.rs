@@ -4,3 +4,8 @@
 mod support;
 
 mod client;
+mod engine_broker;
+mod inspector_queues;
+mod inspector_tasks;
+mod interop;
+mod servers;

@@ -8,18 +8,24 @@
 //! Files: `keys.rs` (every key name), `proto.rs` (protobuf messages),
 //! `enqueue.rs` (client writes), `queues.rs` (queue stats, history, pause,
 //! queue deletion), `tasks.rs` (task listing, lookup and inspector
-//! mutations), `servers.rs` (servers, workers, scheduler entries, cancel).
+//! mutations), `servers.rs` (servers, workers, scheduler entries, cancel),
+//! `pubsub.rs` (the `asynq:cancel` subscription).
 
 pub mod keys;
 pub mod proto;
 pub(crate) mod scripts;
 
+mod engine;
 mod enqueue;
+mod pubsub;
 mod queues;
+mod results;
 mod servers;
 mod tasks;
 
+pub use engine::{DoneOutcome, FORWARD_BATCH, LEASE_DURATION, RECOVER_BATCH, STATS_TTL};
 pub use enqueue::EnqueueTarget;
+pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
 
 use chrono::{DateTime, Utc};
 use redis::aio::ConnectionManager;
@@ -32,6 +38,8 @@ use crate::error::{Error, Result};
 #[derive(Clone)]
 pub struct Broker {
     conn: ConnectionManager,
+    /// Opens dedicated connections (pub/sub cannot share the multiplexed one).
+    client: redis::Client,
     clock: SharedClock,
 }
 
@@ -46,9 +54,15 @@ impl Broker {
     /// for TLS). Errors with [`Error::Redis`] when Redis cannot be reached.
     pub async fn connect(url: &str) -> Result<Self> {
         let client = redis::Client::open(url)?;
-        let conn = ConnectionManager::new(client).await?;
+        // Fail fast when Redis is down at start (the default retries for ~6 s);
+        // later drops are reconnected by the manager.
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_number_of_retries(1)
+            .set_connection_timeout(Some(std::time::Duration::from_secs(5)));
+        let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(Broker {
             conn,
+            client,
             clock: std::sync::Arc::new(SystemClock),
         })
     }

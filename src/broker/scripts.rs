@@ -33,4 +33,58 @@ scripts! {
     SCHEDULE => ["schedule"];
     /// Create an aggregating task in a group (asynq rdb.AddToGroup / AddToGroupUnique).
     ADD_TO_GROUP => ["add_to_group"];
+    /// Lease up to N pending tasks of one queue (asynq rdb.Dequeue, batched).
+    DEQUEUE => ["dequeue"];
+    /// Finish successful tasks of one queue (asynq rdb.Done, batched).
+    DONE => ["lib/count_stats", "done"];
+    /// Keep a successful task as completed (asynq rdb.MarkAsComplete).
+    MARK_COMPLETE => ["lib/count_stats", "mark_complete"];
+    /// Give an unfinished task back to pending at shutdown (asynq rdb.Requeue).
+    REQUEUE => ["requeue"];
+    /// Schedule a failed task's next attempt (asynq rdb.Retry).
+    RETRY => ["lib/count_stats", "retry"];
+    /// Archive a failed task and trim the archive (asynq rdb.Archive).
+    ARCHIVE => ["lib/count_stats", "lib/trim_archive", "archive"];
+    /// Move due scheduled/retry tasks to pending (asynq rdb.ForwardIfReady, one batch).
+    FORWARD => ["forward"];
+    /// Messages of tasks whose lease expired (asynq rdb.ListLeaseExpired).
+    LIST_LEASE_EXPIRED => ["list_lease_expired"];
+    /// Delete completed tasks past retention (asynq rdb.DeleteExpiredCompletedTasks, one batch).
+    DELETE_EXPIRED_COMPLETED => ["delete_expired_completed"];
+    /// Return stale aggregation sets to their groups (asynq rdb.ReclaimStaleAggregationSets).
+    RECLAIM_STALE_AGGREGATION_SETS => ["reclaim_stale_aggregation_sets"];
+    /// One page of a task container with msg, result and score (asynq rdb.listMessages / listZSetEntries).
+    LIST_TASKS => ["list_tasks"];
+    /// Read one task with its state and due time (asynq rdb.GetTaskInfo).
+    GET_TASK_INFO => ["get_task_info"];
+    /// Move one task to pending (asynq rdb.RunTask).
+    RUN_TASK => ["run_task"];
+    /// Move one task to the archive and trim it (asynq rdb.ArchiveTask).
+    ARCHIVE_TASK => ["lib/trim_archive", "archive_task"];
+    /// Delete one task and release its lock (asynq rdb.DeleteTask).
+    DELETE_TASK => ["delete_task"];
+    /// Move every task of a zset to pending (asynq rdb.RunAll*Tasks).
+    RUN_ALL => ["run_all"];
+    /// Move every task of a container to the archive and trim it (asynq rdb.ArchiveAll*Tasks).
+    ARCHIVE_ALL => ["lib/trim_archive", "archive_all"];
+    /// Delete every task of a container and release their locks (asynq rdb.DeleteAll*Tasks).
+    DELETE_ALL => ["delete_all"];
+    /// Replace a scheduled task's msg, compare-and-set (asynq rdb.UpdateTaskPayload).
+    UPDATE_TASK_PAYLOAD => ["update_task_payload"];
+    /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).
+    QUEUE_STATS => ["queue_stats"];
+    /// Sampled memory estimate of one queue (asynq rdb.memoryUsage, guarded form).
+    QUEUE_MEMORY_USAGE => ["queue_memory_usage"];
+    /// Groups of a queue with their sizes (asynq rdb.GroupStats).
+    GROUP_STATS => ["group_stats"];
+    /// Remove a queue, forced or only when empty (asynq rdb.RemoveQueue).
+    DELETE_QUEUE => ["delete_queue"];
+    /// Store a server's info and workers (asynq rdb.WriteServerState).
+    WRITE_SERVER_STATE => ["write_server_state"];
+    /// Replace a scheduler's entries (asynq rdb.WriteSchedulerEntries).
+    WRITE_SCHEDULER_ENTRIES => ["write_scheduler_entries"];
+    /// Append to a scheduler entry's capped history (asynq rdb.RecordSchedulerEnqueueEvent).
+    RECORD_SCHEDULER_ENQUEUE_EVENT => ["record_scheduler_enqueue_event"];
+    /// Read and prune a heartbeat registry zset (asynq ListServers/ListWorkers/ListSchedulerEntries).
+    LIST_LIVE_MEMBERS => ["list_live_members"];
 }

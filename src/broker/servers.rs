@@ -1,1 +1,361 @@
-//! (being written)
+//! Server and scheduler state, scheduler history, task cancellation.
+//!
+//! Go: `rdb.WriteServerState`, `ClearServerState`, `WriteSchedulerEntries`,
+//! `ClearSchedulerEntries`, `RecordSchedulerEnqueueEvent`,
+//! `ClearSchedulerHistory`, `PublishCancelation` (`internal/rdb/rdb.go`) and
+//! the readers `ListServers`, `ListWorkers`, `ListSchedulerEntries`,
+//! `ListSchedulerEnqueueEvents` (`internal/rdb/inspect.go`); wire spec §2.1,
+//! §4.2–4.5, §6.16–6.18, §9.9–9.10.
+//!
+//! The registries `asynq:servers`, `asynq:workers` and `asynq:schedulers`
+//! map key names to an expiry (unix s); readers prune expired members.
+
+use std::time::Duration;
+
+use prost::Message;
+use redis::Value;
+
+use super::{Broker, keys, proto, scripts};
+use crate::error::{Error, Result};
+
+/// Events kept per scheduler entry (Go `maxEvents`; wire spec §6.17).
+const SCHEDULER_HISTORY_CAP: i64 = 1000;
+/// Keys read per pipeline by the registry readers.
+const READ_CHUNK: usize = 100;
+
+/// Whole seconds of a heartbeat TTL; Go passes `ttl.Seconds()` and needs it
+/// integral, so a sub-second remainder is dropped and less than 1 s refused.
+fn ttl_seconds(ttl: Duration) -> Result<u64> {
+    match ttl.as_secs() {
+        0 => Err(Error::InvalidArgument(format!(
+            "TTL must be at least 1s, got {ttl:?}"
+        ))),
+        s => Ok(s),
+    }
+}
+
+impl Broker {
+    /// Expiry score for a registry entry written now with `ttl`: (now + ttl)
+    /// in whole unix seconds, as Go.
+    fn expiry_score(&self, ttl: Duration) -> i64 {
+        chrono::Duration::from_std(ttl)
+            .ok()
+            .and_then(|d| self.now().checked_add_signed(d))
+            .map_or(i64::MAX, |t| t.timestamp())
+    }
+
+    /// Publishes a server's state for `ttl` (Go `rdb.WriteServerState`; wire
+    /// spec §6.16): ZADD `asynq:servers` and `asynq:workers` with score
+    /// now + ttl (unix s), then the `write_server_state` script stores the
+    /// `ServerInfo` (SETEX) and replaces the workers hash (task id →
+    /// `WorkerInfo`). `ttl` is used in whole seconds.
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `ttl` is under 1 s;
+    /// [`Error::Internal`]; [`Error::Redis`].
+    pub async fn write_server_state(
+        &self,
+        info: &proto::ServerInfo,
+        workers: &[proto::WorkerInfo],
+        ttl: Duration,
+    ) -> Result<()> {
+        let ttl_s = ttl_seconds(ttl)?;
+        let score = self.expiry_score(ttl);
+        let server_key = keys::server_info_key(&info.host, info.pid, &info.server_id);
+        let workers_key = keys::workers_key(&info.host, info.pid, &info.server_id);
+        let mut conn = self.conn();
+        let _: i64 = redis::cmd("ZADD")
+            .arg(keys::ALL_SERVERS)
+            .arg(score)
+            .arg(&server_key)
+            .query_async(&mut conn)
+            .await?;
+        let _: i64 = redis::cmd("ZADD")
+            .arg(keys::ALL_WORKERS)
+            .arg(score)
+            .arg(&workers_key)
+            .query_async(&mut conn)
+            .await?;
+        let mut inv = scripts::WRITE_SERVER_STATE.prepare_invoke();
+        inv.key(&server_key)
+            .key(&workers_key)
+            .arg(ttl_s)
+            .arg(info.encode_to_vec());
+        for w in workers {
+            inv.arg(&w.task_id).arg(w.encode_to_vec());
+        }
+        let code: i64 = inv.invoke_async(&mut conn).await?;
+        match code {
+            1 => Ok(()),
+            other => Err(Error::Internal(format!(
+                "write_server_state script replied {other}"
+            ))),
+        }
+    }
+
+    /// Removes a server's state (Go `rdb.ClearServerState`; wire spec
+    /// §6.16): ZREM from `asynq:servers` and `asynq:workers`, then one
+    /// `DEL` of the info key and the workers hash (both keys share the
+    /// `{host:pid:server id}` hash tag, so the single command is atomic).
+    /// Errors: [`Error::Redis`].
+    pub async fn clear_server_state(&self, host: &str, pid: i32, server_id: &str) -> Result<()> {
+        let server_key = keys::server_info_key(host, pid, server_id);
+        let workers_key = keys::workers_key(host, pid, server_id);
+        let mut conn = self.conn();
+        let _: i64 = redis::cmd("ZREM")
+            .arg(keys::ALL_SERVERS)
+            .arg(&server_key)
+            .query_async(&mut conn)
+            .await?;
+        let _: i64 = redis::cmd("ZREM")
+            .arg(keys::ALL_WORKERS)
+            .arg(&workers_key)
+            .query_async(&mut conn)
+            .await?;
+        let _: i64 = redis::cmd("DEL")
+            .arg(&server_key)
+            .arg(&workers_key)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Publishes a scheduler's entries for `ttl` (Go
+    /// `rdb.WriteSchedulerEntries`; wire spec §6.17): ZADD `asynq:schedulers`
+    /// with score now + ttl (unix s), then the `write_scheduler_entries`
+    /// script replaces the list `asynq:schedulers:{<scheduler id>}` (entries
+    /// LPUSHed in order, so stored newest-registered first). `ttl` is used in
+    /// whole seconds.
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `ttl` is under 1 s;
+    /// [`Error::Internal`]; [`Error::Redis`].
+    pub async fn write_scheduler_entries(
+        &self,
+        scheduler_id: &str,
+        entries: &[proto::SchedulerEntry],
+        ttl: Duration,
+    ) -> Result<()> {
+        let ttl_s = ttl_seconds(ttl)?;
+        let key = keys::scheduler_entries_key(scheduler_id);
+        let mut conn = self.conn();
+        let _: i64 = redis::cmd("ZADD")
+            .arg(keys::ALL_SCHEDULERS)
+            .arg(self.expiry_score(ttl))
+            .arg(&key)
+            .query_async(&mut conn)
+            .await?;
+        let mut inv = scripts::WRITE_SCHEDULER_ENTRIES.prepare_invoke();
+        inv.key(&key).arg(ttl_s);
+        for e in entries {
+            inv.arg(e.encode_to_vec());
+        }
+        let code: i64 = inv.invoke_async(&mut conn).await?;
+        match code {
+            1 => Ok(()),
+            other => Err(Error::Internal(format!(
+                "write_scheduler_entries script replied {other}"
+            ))),
+        }
+    }
+
+    /// Removes a scheduler's entries (Go `rdb.ClearSchedulerEntries`; wire
+    /// spec §6.17): ZREM from `asynq:schedulers`, then DEL the list.
+    /// Errors: [`Error::Redis`].
+    pub async fn clear_scheduler_entries(&self, scheduler_id: &str) -> Result<()> {
+        let key = keys::scheduler_entries_key(scheduler_id);
+        let mut conn = self.conn();
+        let _: i64 = redis::cmd("ZREM")
+            .arg(keys::ALL_SCHEDULERS)
+            .arg(&key)
+            .query_async(&mut conn)
+            .await?;
+        let _: i64 = redis::cmd("DEL").arg(&key).query_async(&mut conn).await?;
+        Ok(())
+    }
+
+    /// Adds one enqueue to the entry's history (Go
+    /// `rdb.RecordSchedulerEnqueueEvent`; wire spec §6.17): the
+    /// `record_scheduler_enqueue_event` script trims the zset to the 999
+    /// newest events, then adds this one with score = its enqueue time (unix
+    /// s; 0 when the event has none), so at most 1000 remain.
+    ///
+    /// Errors: [`Error::Internal`]; [`Error::Redis`].
+    pub async fn record_scheduler_enqueue_event(
+        &self,
+        entry_id: &str,
+        event: &proto::SchedulerEnqueueEvent,
+    ) -> Result<()> {
+        let score = event.enqueue_time.map(|t| t.seconds).unwrap_or(0);
+        let code: i64 = scripts::RECORD_SCHEDULER_ENQUEUE_EVENT
+            .key(keys::scheduler_history_key(entry_id))
+            .arg(score)
+            .arg(event.encode_to_vec())
+            .arg(SCHEDULER_HISTORY_CAP)
+            .invoke_async(&mut self.conn())
+            .await?;
+        match code {
+            1 => Ok(()),
+            other => Err(Error::Internal(format!(
+                "record_scheduler_enqueue_event script replied {other}"
+            ))),
+        }
+    }
+
+    /// Deletes the entry's enqueue history (Go `rdb.ClearSchedulerHistory`;
+    /// wire spec §6.17). Errors: [`Error::Redis`].
+    pub async fn clear_scheduler_history(&self, entry_id: &str) -> Result<()> {
+        let _: i64 = redis::cmd("DEL")
+            .arg(keys::scheduler_history_key(entry_id))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// `PUBLISH asynq:cancel <task id>` (Go `rdb.PublishCancelation`; wire
+    /// spec §6.18). Best effort: no check that the task exists or runs.
+    /// Errors: [`Error::Redis`].
+    pub async fn publish_cancelation(&self, task_id: &str) -> Result<()> {
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(keys::CANCEL_CHANNEL)
+            .arg(task_id)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Live members of a registry zset, pruning expired ones (the
+    /// `list_live_members` script; wire spec §9.9).
+    async fn live_members(&self, registry: &str) -> Result<Vec<String>> {
+        let members: Vec<String> = scripts::LIST_LIVE_MEMBERS
+            .key(registry)
+            .arg(self.now().timestamp())
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(members)
+    }
+
+    /// Runs `command` on every key, [`READ_CHUNK`] keys per pipeline, and
+    /// returns the replies in key order.
+    async fn read_each(
+        &self,
+        command: &str,
+        extra: &[&str],
+        keys: &[String],
+    ) -> Result<Vec<Value>> {
+        let mut conn = self.conn();
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(READ_CHUNK) {
+            let mut pipe = redis::pipe();
+            // A key of the wrong type answers with an error value, skipped by the callers.
+            pipe.ignore_errors();
+            for key in chunk {
+                pipe.cmd(command).arg(key).arg(extra);
+            }
+            let replies: Vec<Value> = pipe.query_async(&mut conn).await?;
+            out.extend(replies);
+        }
+        Ok(out)
+    }
+
+    /// Live servers and the in-flight tasks of live workers hashes (Go
+    /// `rdb.ListServers` + `rdb.ListWorkers`; wire spec §9.9). Expired
+    /// registry members are pruned; missing keys and values that fail to
+    /// decode are skipped (logged). Order: registry order (ascending
+    /// expiry), workers in HVALS order. Errors: [`Error::Redis`].
+    pub(crate) async fn list_servers_and_workers(
+        &self,
+    ) -> Result<(Vec<proto::ServerInfo>, Vec<proto::WorkerInfo>)> {
+        let server_keys = self.live_members(keys::ALL_SERVERS).await?;
+        let mut servers = Vec::new();
+        for (key, value) in server_keys
+            .iter()
+            .zip(self.read_each("GET", &[], &server_keys).await?)
+        {
+            if let Value::BulkString(bytes) = value {
+                match proto::ServerInfo::decode(&bytes[..]) {
+                    Ok(info) => servers.push(info),
+                    Err(e) => tracing::warn!(%key, error = %e, "skipping undecodable ServerInfo"),
+                }
+            }
+        }
+        let worker_keys = self.live_members(keys::ALL_WORKERS).await?;
+        let mut workers = Vec::new();
+        for (key, value) in worker_keys
+            .iter()
+            .zip(self.read_each("HVALS", &[], &worker_keys).await?)
+        {
+            let Value::Array(values) = value else {
+                continue;
+            };
+            for value in values {
+                let Value::BulkString(bytes) = value else {
+                    continue;
+                };
+                match proto::WorkerInfo::decode(&bytes[..]) {
+                    Ok(w) => workers.push(w),
+                    Err(e) => tracing::warn!(%key, error = %e, "skipping undecodable WorkerInfo"),
+                }
+            }
+        }
+        Ok((servers, workers))
+    }
+
+    /// Entries of every live scheduler (Go `rdb.ListSchedulerEntries`; wire
+    /// spec §9.10): schedulers in registry order (ascending expiry), each
+    /// scheduler's entries as stored (newest registered first). Expired
+    /// registry members are pruned; undecodable entries are skipped
+    /// (logged). Errors: [`Error::Redis`].
+    pub(crate) async fn list_scheduler_entries(&self) -> Result<Vec<proto::SchedulerEntry>> {
+        let scheduler_keys = self.live_members(keys::ALL_SCHEDULERS).await?;
+        let lists = self
+            .read_each("LRANGE", &["0", "-1"], &scheduler_keys)
+            .await?;
+        let mut entries = Vec::new();
+        for (key, value) in scheduler_keys.iter().zip(lists) {
+            let Value::Array(values) = value else {
+                continue;
+            };
+            for value in values {
+                let Value::BulkString(bytes) = value else {
+                    continue;
+                };
+                match proto::SchedulerEntry::decode(&bytes[..]) {
+                    Ok(e) => entries.push(e),
+                    Err(e) => {
+                        tracing::warn!(%key, error = %e, "skipping undecodable SchedulerEntry")
+                    }
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Events of a scheduler entry, newest first, by rank `start..=stop` of
+    /// `ZREVRANGE asynq:scheduler_history:<entry id>` (Go
+    /// `rdb.ListSchedulerEnqueueEvents`; wire spec §9.10). No existence
+    /// check. Undecodable events are skipped (logged; Go fails the whole
+    /// call). Errors: [`Error::Redis`].
+    pub(crate) async fn list_scheduler_enqueue_events(
+        &self,
+        entry_id: &str,
+        start: i64,
+        stop: i64,
+    ) -> Result<Vec<proto::SchedulerEnqueueEvent>> {
+        let key = keys::scheduler_history_key(entry_id);
+        let members: Vec<Vec<u8>> = redis::cmd("ZREVRANGE")
+            .arg(&key)
+            .arg(start)
+            .arg(stop)
+            .query_async(&mut self.conn())
+            .await?;
+        let mut events = Vec::with_capacity(members.len());
+        for bytes in members {
+            match proto::SchedulerEnqueueEvent::decode(&bytes[..]) {
+                Ok(e) => events.push(e),
+                Err(e) => {
+                    tracing::warn!(%key, error = %e, "skipping undecodable SchedulerEnqueueEvent")
+                }
+            }
+        }
+        Ok(events)
+    }
+}

@@ -1,1 +1,573 @@
-//! (being written)
+//! Task listing, lookup and the inspector's task mutations.
+//!
+//! Go: `internal/rdb/inspect.go` (`ListPending`, `listZSetEntries`,
+//! `GetTaskInfo`, `RunTask`, `ArchiveTask`, `DeleteTask`, `RunAll*`,
+//! `ArchiveAll*`, `DeleteAll*`, `UpdateTaskPayload`; wire spec §9.1–9.4).
+//! Every change is one Lua script; bulk scripts work in chunks of at most 100
+//! ids per command. Every script that writes to the archive runs
+//! `scripts/lib/trim_archive.lua` in the same call (wire spec §10, S16).
+//!
+//! Each method first checks `SISMEMBER asynq:queues <queue>` (a separate
+//! command, as Go: global and per-queue keys never meet in one script).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::{Broker, decode_task, keys, proto::TaskMessage, scripts};
+use crate::error::{Error, Result};
+use crate::task::TaskState;
+
+/// The most tasks a queue's archive keeps (Go `maxArchiveSize`). Every write
+/// to the archive drops the lowest-scored (oldest) excess and deletes those
+/// tasks' hashes. Go's rank arithmetic keeps one fewer (9,999); we keep
+/// exactly this many (COMPATIBILITY.md).
+pub const MAX_ARCHIVE_SIZE: usize = 10_000;
+
+/// How long an archived task is kept: 90 days (Go `archivedExpirationInDays`).
+/// Every write to the archive drops, with their hashes, the tasks archived at
+/// or before now minus this span (counted as 90 × 86,400 s; Go subtracts 90
+/// calendar days in local time, which differs by an hour across DST).
+pub const ARCHIVE_RETENTION: Duration = Duration::from_secs(90 * 24 * 60 * 60);
+
+/// The list or zset holding the ids of one set of tasks of a queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Container<'a> {
+    /// The container named after a state: the `pending` or `active` list, or
+    /// the `scheduled`, `retry`, `archived` or `completed` zset. Never
+    /// [`TaskState::Aggregating`] (use [`Container::Group`]).
+    State(TaskState),
+    /// The zset `asynq:{q}:g:<group>` of one group's aggregating tasks.
+    Group(&'a str),
+}
+
+impl<'a> Container<'a> {
+    /// `Group(g)` when a group is named, else `State(state)`.
+    fn of(state: TaskState, group: Option<&'a str>) -> Self {
+        match group {
+            Some(g) => Container::Group(g),
+            None => Container::State(state),
+        }
+    }
+
+    /// The state of every task in the container.
+    fn state(&self) -> TaskState {
+        match self {
+            Container::State(s) => *s,
+            Container::Group(_) => TaskState::Aggregating,
+        }
+    }
+
+    /// The container's key. Errors with [`Error::InvalidArgument`] for
+    /// `State(Aggregating)`, which names no single container.
+    fn key(&self, queue: &str) -> Result<String> {
+        Ok(match self {
+            Container::State(TaskState::Pending) => keys::pending_key(queue),
+            Container::State(TaskState::Active) => keys::active_key(queue),
+            Container::State(TaskState::Scheduled) => keys::scheduled_key(queue),
+            Container::State(TaskState::Retry) => keys::retry_key(queue),
+            Container::State(TaskState::Archived) => keys::archived_key(queue),
+            Container::State(TaskState::Completed) => keys::completed_key(queue),
+            Container::State(TaskState::Aggregating) => {
+                return Err(Error::InvalidArgument(
+                    "aggregating tasks live in groups: name the group".into(),
+                ));
+            }
+            Container::Group(group) => keys::group_key(queue, group),
+        })
+    }
+
+    /// `"list"` for pending and active, `"zset"` otherwise (script argument).
+    fn kind(&self) -> &'static str {
+        match self {
+            Container::State(TaskState::Pending | TaskState::Active) => "list",
+            _ => "zset",
+        }
+    }
+}
+
+/// One element of a listing page, decoded as far as the data allows.
+#[derive(Debug)]
+pub(crate) struct ListedTask {
+    /// The id as stored in the container.
+    pub id: String,
+    /// The decoded `msg`; [`Error::Corrupt`] when it is absent or does not decode.
+    pub msg: Result<TaskMessage>,
+    /// The hash's `result` field, when present.
+    pub result: Option<Vec<u8>>,
+    /// The zset score (whole unix seconds), or the lease expiry when listing
+    /// active tasks; `None` for pending and when absent.
+    pub score: Option<i64>,
+}
+
+/// A task read by [`Broker::task_info`].
+#[derive(Debug)]
+pub(crate) struct FoundTask {
+    /// The decoded `msg`.
+    pub msg: TaskMessage,
+    /// The hash's `state`.
+    pub state: TaskState,
+    /// The score in the state's zset (whole unix seconds), for scheduled and
+    /// retry tasks only.
+    pub score: Option<i64>,
+    /// The hash's `result` field, when present.
+    pub result: Option<Vec<u8>>,
+}
+
+/// A Redis score (decimal string) as whole unix seconds, rounding down.
+fn score_of(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    text.parse::<i64>()
+        .ok()
+        .or_else(|| text.parse::<f64>().ok().map(|f| f.floor() as i64))
+}
+
+/// Unix seconds of `now - ARCHIVE_RETENTION`: archived tasks scored at or
+/// below it are trimmed.
+fn archive_cutoff(now: DateTime<Utc>) -> i64 {
+    now.timestamp() - ARCHIVE_RETENTION.as_secs() as i64
+}
+
+/// Fails with [`Error::QueueNotFound`] unless `queue` is in `asynq:queues`.
+async fn ensure_queue(broker: &Broker, queue: &str) -> Result<()> {
+    if broker.queue_exists(queue).await? {
+        Ok(())
+    } else {
+        Err(Error::QueueNotFound {
+            queue: queue.to_string(),
+        })
+    }
+}
+
+/// Maps the codes shared by the single-task scripts that name no specific
+/// refusal: 0 missing, -3 container mismatch, -4 unknown state.
+fn task_script_error(script: &str, code: i64, queue: &str, id: &str) -> Error {
+    match code {
+        0 => Error::TaskNotFound {
+            queue: queue.to_string(),
+            id: id.to_string(),
+        },
+        -3 => Error::Internal(format!(
+            "{script}: task {id} is not in the container its state names (queue {queue:?})"
+        )),
+        -4 => Error::Corrupt {
+            key: format!("{} state", keys::task_key(queue, id)),
+            reason: "missing or unknown task state".to_string(),
+        },
+        other => Error::Internal(format!("{script} script replied {other}")),
+    }
+}
+
+impl Broker {
+    /// One page of the container of `state` (or of `group`'s zset when a
+    /// group is named), in container order (lists left to right, zsets by
+    /// ascending score). `start`/`stop` are LRANGE indexes for lists
+    /// (pending, active) and ZRANGE ranks for zsets, inclusive. Ids whose
+    /// hash is missing are skipped; a msg that is absent or does not decode
+    /// comes back as an `Err` ([`Error::Corrupt`]).
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::InvalidArgument`] for
+    /// aggregating without a group, [`Error::Redis`].
+    pub(crate) async fn list_task_page(
+        &self,
+        queue: &str,
+        state: TaskState,
+        group: Option<&str>,
+        start: i64,
+        stop: i64,
+    ) -> Result<Vec<ListedTask>> {
+        let container = Container::of(state, group);
+        let key = container.key(queue)?;
+        ensure_queue(self, queue).await?;
+        let mut inv = scripts::LIST_TASKS.prepare_invoke();
+        inv.key(&key);
+        if container.state() == TaskState::Active {
+            inv.key(keys::lease_key(queue));
+        }
+        inv.arg(container.kind())
+            .arg(start)
+            .arg(stop)
+            .arg(keys::task_key_prefix(queue));
+        let flat: Vec<Option<Vec<u8>>> = inv.invoke_async(&mut self.conn()).await?;
+        if !flat.len().is_multiple_of(4) {
+            return Err(Error::Internal(format!(
+                "list_tasks script replied {} values, not a multiple of 4",
+                flat.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(flat.len() / 4);
+        let mut it = flat.into_iter();
+        while let (Some(id), Some(msg), Some(result), Some(score)) =
+            (it.next(), it.next(), it.next(), it.next())
+        {
+            let id = String::from_utf8_lossy(&id.unwrap_or_default()).into_owned();
+            let Some(msg) = msg else {
+                continue; // the hash is gone: nothing to show
+            };
+            let task_key = keys::task_key(queue, &id);
+            let msg = if msg.is_empty() {
+                Err(Error::Corrupt {
+                    key: format!("{task_key} msg"),
+                    reason: "the task hash has no msg".to_string(),
+                })
+            } else {
+                decode_task(&task_key, &msg).map(|w| w.msg)
+            };
+            out.push(ListedTask {
+                id,
+                msg,
+                result: result.filter(|r| !r.is_empty()),
+                score: score.as_deref().and_then(score_of),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads one task (Go `rdb.GetTaskInfo`).
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
+    /// [`Error::FailedPrecondition`] `"<x>" is not supported task state` for
+    /// an unknown state, [`Error::Corrupt`] when msg is absent or does not
+    /// decode, [`Error::Redis`].
+    pub(crate) async fn task_info(&self, queue: &str, id: &str) -> Result<FoundTask> {
+        ensure_queue(self, queue).await?;
+        let task_key = keys::task_key(queue, id);
+        let reply: Vec<Option<Vec<u8>>> = scripts::GET_TASK_INFO
+            .key(&task_key)
+            .arg(id)
+            .arg(keys::queue_prefix(queue))
+            .invoke_async(&mut self.conn())
+            .await?;
+        let [msg, state, score, result]: [Option<Vec<u8>>; 4] = match reply.try_into() {
+            Ok(fields) => fields,
+            Err(reply) if reply.is_empty() => {
+                return Err(Error::TaskNotFound {
+                    queue: queue.to_string(),
+                    id: id.to_string(),
+                });
+            }
+            Err(reply) => {
+                return Err(Error::Internal(format!(
+                    "get_task_info script replied {} values",
+                    reply.len()
+                )));
+            }
+        };
+        let state_text = String::from_utf8_lossy(&state.unwrap_or_default()).into_owned();
+        let state: TaskState = state_text.parse().map_err(Error::FailedPrecondition)?;
+        let msg = msg.ok_or_else(|| Error::Corrupt {
+            key: format!("{task_key} msg"),
+            reason: "the task hash has no msg".to_string(),
+        })?;
+        Ok(FoundTask {
+            msg: decode_task(&task_key, &msg)?.msg,
+            state,
+            score: score.as_deref().and_then(score_of),
+            result: result.filter(|r| !r.is_empty()),
+        })
+    }
+
+    /// Moves one task to pending (Go `rdb.RunTask`; wire spec §9.3).
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
+    /// [`Error::FailedPrecondition`] (`task is already running`, `task is
+    /// already in pending state`), [`Error::Corrupt`] (unknown state),
+    /// [`Error::Internal`] (id missing from its container), [`Error::Redis`].
+    pub(crate) async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+        ensure_queue(self, queue).await?;
+        let code: i64 = scripts::RUN_TASK
+            .key(keys::task_key(queue, id))
+            .key(keys::pending_key(queue))
+            .key(keys::all_groups_key(queue))
+            .arg(id)
+            .arg(keys::queue_prefix(queue))
+            .arg(keys::group_key_prefix(queue))
+            .invoke_async(&mut self.conn())
+            .await?;
+        match code {
+            1 => Ok(()),
+            -1 => Err(Error::FailedPrecondition("task is already running".into())),
+            -2 => Err(Error::FailedPrecondition(
+                "task is already in pending state".into(),
+            )),
+            other => Err(task_script_error("run_task", other, queue, id)),
+        }
+    }
+
+    /// Moves one task to the archive and trims the archive, deleting the
+    /// trimmed tasks' hashes (Go `rdb.ArchiveTask`; wire spec §9.3, §10).
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
+    /// [`Error::TaskAlreadyArchived`], [`Error::FailedPrecondition`] for an
+    /// active task, [`Error::Corrupt`] (unknown state), [`Error::Internal`]
+    /// (id missing from its container), [`Error::Redis`].
+    pub(crate) async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+        ensure_queue(self, queue).await?;
+        let now = self.now();
+        let code: i64 = scripts::ARCHIVE_TASK
+            .key(keys::task_key(queue, id))
+            .key(keys::archived_key(queue))
+            .key(keys::all_groups_key(queue))
+            .arg(id)
+            .arg(now.timestamp())
+            .arg(archive_cutoff(now))
+            .arg(MAX_ARCHIVE_SIZE)
+            .arg(keys::queue_prefix(queue))
+            .arg(keys::group_key_prefix(queue))
+            .arg(keys::task_key_prefix(queue))
+            .invoke_async(&mut self.conn())
+            .await?;
+        match code {
+            1 => Ok(()),
+            -1 => Err(Error::TaskAlreadyArchived {
+                queue: queue.to_string(),
+                id: id.to_string(),
+            }),
+            -2 => Err(Error::FailedPrecondition(
+                "cannot archive task in active state. use CancelProcessing instead.".into(),
+            )),
+            other => Err(task_script_error("archive_task", other, queue, id)),
+        }
+    }
+
+    /// Deletes one task and releases its uniqueness lock while the lock still
+    /// holds the task's id (Go `rdb.DeleteTask`; wire spec §9.3).
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
+    /// [`Error::FailedPrecondition`] for an active task, [`Error::Corrupt`]
+    /// (unknown state), [`Error::Internal`] (id missing from its container),
+    /// [`Error::Redis`].
+    pub(crate) async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+        ensure_queue(self, queue).await?;
+        let code: i64 = scripts::DELETE_TASK
+            .key(keys::task_key(queue, id))
+            .key(keys::all_groups_key(queue))
+            .arg(id)
+            .arg(keys::queue_prefix(queue))
+            .arg(keys::group_key_prefix(queue))
+            .invoke_async(&mut self.conn())
+            .await?;
+        match code {
+            1 => Ok(()),
+            -1 => Err(Error::FailedPrecondition(
+                "cannot delete task in active state. use CancelProcessing instead.".into(),
+            )),
+            other => Err(task_script_error("delete_task", other, queue, id)),
+        }
+    }
+
+    /// Moves every task of the zset of `state` (scheduled, retry, archived)
+    /// or of `group` to pending; returns how many moved (Go
+    /// `rdb.RunAll*Tasks`; wire spec §9.4). The caller picks an allowed state.
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::InvalidArgument`] for
+    /// pending, active and aggregating without a group, [`Error::Redis`].
+    pub(crate) async fn run_all_tasks(
+        &self,
+        queue: &str,
+        state: TaskState,
+        group: Option<&str>,
+    ) -> Result<u64> {
+        let container = Container::of(state, group);
+        let key = container.key(queue)?;
+        if container.kind() != "zset" {
+            return Err(Error::InvalidArgument(format!(
+                "cannot run all {} tasks",
+                container.state()
+            )));
+        }
+        ensure_queue(self, queue).await?;
+        let mut inv = scripts::RUN_ALL.prepare_invoke();
+        inv.key(&key).key(keys::pending_key(queue));
+        if let Container::Group(_) = container {
+            inv.key(keys::all_groups_key(queue));
+        }
+        inv.arg(keys::task_key_prefix(queue));
+        if let Container::Group(group) = container {
+            inv.arg(group);
+        }
+        let n: i64 = inv.invoke_async(&mut self.conn()).await?;
+        count_of("run_all", n)
+    }
+
+    /// Moves every task of the container of `state` (pending, scheduled,
+    /// retry) or of `group` to the archive, then trims the archive deleting
+    /// the trimmed tasks' hashes; returns how many were archived (Go
+    /// `rdb.ArchiveAll*Tasks`; wire spec §9.4, §10). The caller picks an
+    /// allowed state.
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::InvalidArgument`] for
+    /// aggregating without a group, [`Error::Redis`].
+    pub(crate) async fn archive_all_tasks(
+        &self,
+        queue: &str,
+        state: TaskState,
+        group: Option<&str>,
+    ) -> Result<u64> {
+        let container = Container::of(state, group);
+        let key = container.key(queue)?;
+        ensure_queue(self, queue).await?;
+        let now = self.now();
+        let mut inv = scripts::ARCHIVE_ALL.prepare_invoke();
+        inv.key(&key).key(keys::archived_key(queue));
+        if let Container::Group(_) = container {
+            inv.key(keys::all_groups_key(queue));
+        }
+        inv.arg(container.kind())
+            .arg(now.timestamp())
+            .arg(archive_cutoff(now))
+            .arg(MAX_ARCHIVE_SIZE)
+            .arg(keys::task_key_prefix(queue));
+        if let Container::Group(group) = container {
+            inv.arg(group);
+        }
+        let n: i64 = inv.invoke_async(&mut self.conn()).await?;
+        count_of("archive_all", n)
+    }
+
+    /// Deletes every task of the container of `state` or of `group`,
+    /// releasing each task's lock while it still holds the task's id;
+    /// returns how many ids were removed (Go `rdb.DeleteAll*Tasks`; wire spec
+    /// §9.4). The caller picks an allowed state.
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::InvalidArgument`] for
+    /// aggregating without a group, [`Error::Redis`].
+    pub(crate) async fn delete_all_tasks(
+        &self,
+        queue: &str,
+        state: TaskState,
+        group: Option<&str>,
+    ) -> Result<u64> {
+        let container = Container::of(state, group);
+        let key = container.key(queue)?;
+        ensure_queue(self, queue).await?;
+        let mut inv = scripts::DELETE_ALL.prepare_invoke();
+        inv.key(&key);
+        if let Container::Group(_) = container {
+            inv.key(keys::all_groups_key(queue));
+        }
+        inv.arg(container.kind()).arg(keys::task_key_prefix(queue));
+        if let Container::Group(group) = container {
+            inv.arg(group);
+        }
+        let n: i64 = inv.invoke_async(&mut self.conn()).await?;
+        count_of("delete_all", n)
+    }
+
+    /// Replaces the payload of a scheduled task, keeping every other field
+    /// of msg, including fields this version does not know (Go
+    /// `rdb.UpdateTaskPayload`; wire spec §9.3). The write is a
+    /// compare-and-set on the msg read, retried when msg changed meanwhile.
+    /// Returns the new message, the process-at score (whole unix seconds)
+    /// and the hash's `result`.
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
+    /// [`Error::FailedPrecondition`] `cannot update task that is not in
+    /// scheduled state.` (also when msg keeps changing under us),
+    /// [`Error::Corrupt`], [`Error::Redis`].
+    pub(crate) async fn update_task_payload(
+        &self,
+        queue: &str,
+        id: &str,
+        payload: &[u8],
+    ) -> Result<(TaskMessage, Option<i64>, Option<Vec<u8>>)> {
+        const ATTEMPTS: usize = 5;
+        ensure_queue(self, queue).await?;
+        let task_key = keys::task_key(queue, id);
+        let not_scheduled = || {
+            Error::FailedPrecondition("cannot update task that is not in scheduled state.".into())
+        };
+        let not_found = || Error::TaskNotFound {
+            queue: queue.to_string(),
+            id: id.to_string(),
+        };
+        let mut conn = self.conn();
+        for _ in 0..ATTEMPTS {
+            let (old, state, result): (Option<Vec<u8>>, Option<String>, Option<Vec<u8>>) =
+                redis::cmd("HMGET")
+                    .arg(&task_key)
+                    .arg("msg")
+                    .arg("state")
+                    .arg("result")
+                    .query_async(&mut conn)
+                    .await?;
+            match (&old, state.as_deref()) {
+                (None, None) => return Err(not_found()),
+                (_, Some("scheduled")) => {}
+                _ => return Err(not_scheduled()),
+            }
+            let old = old.ok_or_else(|| Error::Corrupt {
+                key: format!("{task_key} msg"),
+                reason: "the task hash has no msg".to_string(),
+            })?;
+            let mut wire = decode_task(&task_key, &old)?;
+            wire.msg.payload = payload.to_vec();
+            let (code, score): (i64, Option<Vec<u8>>) = scripts::UPDATE_TASK_PAYLOAD
+                .key(&task_key)
+                .key(keys::scheduled_key(queue))
+                .arg(wire.encode())
+                .arg(&old[..])
+                .arg(id)
+                .invoke_async(&mut conn)
+                .await?;
+            match code {
+                1 => {
+                    let score = score.as_deref().and_then(score_of);
+                    return Ok((wire.msg, score, result.filter(|r| !r.is_empty())));
+                }
+                0 => return Err(not_found()),
+                -1 => return Err(not_scheduled()),
+                -2 => continue, // msg changed since it was read: read again
+                other => {
+                    return Err(Error::Internal(format!(
+                        "update_task_payload script replied {other}"
+                    )));
+                }
+            }
+        }
+        Err(Error::FailedPrecondition(format!(
+            "task {id} changed {ATTEMPTS} times while its payload was being updated; try again"
+        )))
+    }
+}
+
+/// A bulk script's count as `u64`; a negative reply is a bug.
+fn count_of(script: &str, n: i64) -> Result<u64> {
+    u64::try_from(n).map_err(|_| Error::Internal(format!("{script} script replied {n}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_parse_as_whole_seconds() {
+        assert_eq!(score_of(b"1700000000"), Some(1_700_000_000));
+        assert_eq!(score_of(b"1.7e9"), Some(1_700_000_000));
+        assert_eq!(score_of(b"12.9"), Some(12));
+        assert_eq!(score_of(b"x"), None);
+    }
+
+    #[test]
+    fn archive_limits_match_go() {
+        assert_eq!(MAX_ARCHIVE_SIZE, 10_000);
+        assert_eq!(ARCHIVE_RETENTION.as_secs(), 7_776_000);
+        let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        assert_eq!(archive_cutoff(now), 1_700_000_000 - 7_776_000);
+    }
+
+    #[test]
+    fn containers_name_go_keys() {
+        assert_eq!(
+            Container::State(TaskState::Pending).key("q").unwrap(),
+            "asynq:{q}:pending"
+        );
+        assert_eq!(Container::Group("g").key("q").unwrap(), "asynq:{q}:g:g");
+        assert_eq!(Container::Group("g").kind(), "zset");
+        assert_eq!(Container::State(TaskState::Active).kind(), "list");
+        assert!(matches!(
+            Container::State(TaskState::Aggregating).key("q"),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}

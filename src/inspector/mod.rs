@@ -14,9 +14,9 @@ mod queues;
 mod servers;
 mod tasks;
 
-// pub use queues::{DailyStats, GroupInfo, QueueInfo};
-// pub use servers::{SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, WorkerInfo};
-// pub use tasks::Page;
+pub use queues::{DailyStats, GroupInfo, QueueInfo};
+pub use servers::{SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, WorkerInfo};
+pub use tasks::{Page, TaskRow};
 
 use crate::broker::Broker;
 use crate::error::Result;

@@ -1,1 +1,482 @@
-//! (being written)
+//! Task listing, lookup and task mutations of the [`Inspector`].
+//!
+//! Go: `inspector.go` (`List*Tasks`, `GetTaskInfo`, `RunTask`,
+//! `ArchiveTask`, `DeleteTask`, `RunAll*`, `ArchiveAll*`, `DeleteAll*`,
+//! `UpdateTaskPayload`; wire spec §9.1–9.4, §10, §11). Each method validates
+//! its arguments, calls one broker method and maps the result.
+//!
+//! Deviations from Go (COMPATIBILITY.md): archive writes delete the hashes of
+//! the tasks they trim and keep at most [`MAX_ARCHIVE_SIZE`] tasks (Go leaves
+//! the hashes and keeps 9,999); bulk deletes of pending and aggregating tasks
+//! release the tasks' unique locks; a corrupt msg is listed as
+//! [`TaskRow::Corrupt`] instead of being dropped silently.
+//!
+//! [`MAX_ARCHIVE_SIZE`]: crate::broker::MAX_ARCHIVE_SIZE
+
+use chrono::{DateTime, Utc};
+
+use super::Inspector;
+use crate::broker::keys;
+use crate::broker::proto::TaskMessage;
+use crate::error::{Error, Result};
+use crate::task::{TaskInfo, TaskState};
+
+/// Which page of a listing to read (Go `asynq.Page` and `asynq.PageSize`).
+///
+/// `number` starts at 1; a page past the end is empty, not an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// Page number, 1-based.
+    pub number: usize,
+    /// Tasks per page, at least 1.
+    pub size: usize,
+}
+
+impl Default for Page {
+    /// Page 1 of 30 tasks (Go `defaultPageNum`, `defaultPageSize`).
+    fn default() -> Self {
+        Page {
+            number: 1,
+            size: 30,
+        }
+    }
+}
+
+impl Page {
+    /// Page `number` (1-based) of `size` tasks. Errors with
+    /// [`Error::InvalidArgument`] when either is 0.
+    pub fn new(number: usize, size: usize) -> Result<Page> {
+        let page = Page { number, size };
+        page.validate()?;
+        Ok(page)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.number == 0 {
+            return Err(Error::InvalidArgument(
+                "page number starts at 1, got 0".into(),
+            ));
+        }
+        if self.size == 0 {
+            return Err(Error::InvalidArgument(
+                "page size must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The inclusive rank range of the page in a zset (ascending scores), or
+    /// `None` when it lies beyond any possible end.
+    fn zset_range(&self) -> Option<(i64, i64)> {
+        let size = i64::try_from(self.size).ok()?;
+        let start = i64::try_from(self.number - 1).ok()?.checked_mul(size)?;
+        Some((start, start.checked_add(size - 1)?))
+    }
+
+    /// The inclusive LRANGE index range of the page counted from the right
+    /// end of a list (the next task to run is rightmost), or `None` when it
+    /// lies beyond any possible end. The elements come back newest first and
+    /// must be reversed.
+    fn list_range(&self) -> Option<(i64, i64)> {
+        let (start, stop) = self.zset_range()?;
+        Some((stop.checked_neg()?.checked_sub(1)?, -start - 1))
+    }
+}
+
+/// One row of a task listing.
+// Nearly every row is a `Task`; boxing it would cost an allocation per row.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskRow {
+    /// A task that decoded.
+    Task(TaskInfo),
+    /// A task whose hash exists but whose `msg` is absent or does not decode
+    /// (Go skips these rows silently).
+    Corrupt {
+        /// The id as stored in the container.
+        id: String,
+        /// The state of the container it was listed from.
+        state: TaskState,
+        /// Why it could not be read.
+        error: String,
+    },
+}
+
+impl TaskRow {
+    /// The task id.
+    pub fn id(&self) -> &str {
+        match self {
+            TaskRow::Task(info) => &info.id,
+            TaskRow::Corrupt { id, .. } => id,
+        }
+    }
+
+    /// The task, `None` for a corrupt row.
+    pub fn task(&self) -> Option<&TaskInfo> {
+        match self {
+            TaskRow::Task(info) => Some(info),
+            TaskRow::Corrupt { .. } => None,
+        }
+    }
+}
+
+fn validate_queue(queue: &str) -> Result<()> {
+    keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)
+}
+
+/// A listed task as a row (wire spec §9.1, §11): `NextProcessAt` is `now`
+/// for pending, the score for scheduled and retry, `None` otherwise;
+/// `is_orphaned` is set for active tasks whose lease expired (score ≤ now).
+fn row_of(
+    id: String,
+    msg: Result<TaskMessage>,
+    result: Option<Vec<u8>>,
+    score: Option<i64>,
+    state: TaskState,
+    now: DateTime<Utc>,
+) -> TaskRow {
+    let msg = match msg {
+        Ok(msg) => msg,
+        Err(e) => {
+            return TaskRow::Corrupt {
+                id,
+                state,
+                error: e.to_string(),
+            };
+        }
+    };
+    let next = match state {
+        TaskState::Pending => Some(now),
+        TaskState::Scheduled | TaskState::Retry => {
+            score.and_then(|s| DateTime::from_timestamp(s, 0))
+        }
+        _ => None,
+    };
+    let orphaned = state == TaskState::Active && score.is_some_and(|s| s <= now.timestamp());
+    TaskRow::Task(TaskInfo::from_message(msg, state, next, result, orphaned))
+}
+
+impl Inspector {
+    /// One page of the tasks of `queue` in `state` (Go `ListPendingTasks`,
+    /// `ListActiveTasks`, `ListScheduledTasks`, `ListRetryTasks`,
+    /// `ListArchivedTasks`, `ListCompletedTasks`; wire spec §9.1).
+    ///
+    /// Order: pending and active from the next-to-run (oldest) end of the
+    /// list; scheduled, retry, archived and completed by ascending score
+    /// (archived: oldest first, as Go's code does). `next_process_at`: now
+    /// for pending, the score (whole seconds) for scheduled and retry, `None`
+    /// otherwise. Active rows have `is_orphaned` = lease expiry ≤ now. A task
+    /// whose hash is missing is skipped; one whose msg does not decode is a
+    /// [`TaskRow::Corrupt`]. A page past the end is empty.
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for a
+    /// zero page number or size and for [`TaskState::Aggregating`] (use
+    /// [`Inspector::list_aggregating_tasks`]), [`Error::QueueNotFound`],
+    /// [`Error::Redis`].
+    pub async fn list_tasks(
+        &self,
+        queue: &str,
+        state: TaskState,
+        page: Page,
+    ) -> Result<Vec<TaskRow>> {
+        validate_queue(queue)?;
+        page.validate()?;
+        if state == TaskState::Aggregating {
+            return Err(Error::InvalidArgument(
+                "aggregating tasks are listed per group: use list_aggregating_tasks".into(),
+            ));
+        }
+        self.list_container(queue, state, None, page).await
+    }
+
+    /// One page of the aggregating tasks of `group`, by ascending time added
+    /// (Go `ListAggregatingTasks`; wire spec §9.1). `next_process_at` is
+    /// `None`. Rows as in [`Inspector::list_tasks`].
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for a
+    /// zero page number or size, [`Error::QueueNotFound`], [`Error::Redis`].
+    pub async fn list_aggregating_tasks(
+        &self,
+        queue: &str,
+        group: &str,
+        page: Page,
+    ) -> Result<Vec<TaskRow>> {
+        validate_queue(queue)?;
+        page.validate()?;
+        self.list_container(queue, TaskState::Aggregating, Some(group), page)
+            .await
+    }
+
+    /// One page of the container of `state`, or of `group` when given.
+    async fn list_container(
+        &self,
+        queue: &str,
+        state: TaskState,
+        group: Option<&str>,
+        page: Page,
+    ) -> Result<Vec<TaskRow>> {
+        let is_list = matches!(state, TaskState::Pending | TaskState::Active);
+        let range = if is_list {
+            page.list_range()
+        } else {
+            page.zset_range()
+        };
+        let Some((start, stop)) = range else {
+            // Too far out for any Redis container; still report a missing queue.
+            return self
+                .broker
+                .list_task_page(queue, state, group, 1, 0)
+                .await
+                .map(|_| Vec::new());
+        };
+        let mut tasks = self
+            .broker
+            .list_task_page(queue, state, group, start, stop)
+            .await?;
+        if is_list {
+            tasks.reverse();
+        }
+        let now = self.broker.now();
+        Ok(tasks
+            .into_iter()
+            .map(|t| row_of(t.id, t.msg, t.result, t.score, state, now))
+            .collect())
+    }
+
+    /// Everything about one task (Go `Inspector.GetTaskInfo`; wire spec §9.2,
+    /// §11). `next_process_at`: the score for scheduled and retry, now
+    /// truncated to whole seconds for pending (as Go), `None` otherwise;
+    /// `is_orphaned` is always false.
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::TaskNotFound`], [`Error::FailedPrecondition`] for an unknown
+    /// state string, [`Error::Corrupt`] when msg does not decode,
+    /// [`Error::Redis`].
+    pub async fn get_task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+        validate_queue(queue)?;
+        let found = self.broker.task_info(queue, id).await?;
+        let next = match found.state {
+            TaskState::Pending => DateTime::from_timestamp(self.broker.now().timestamp(), 0),
+            TaskState::Scheduled | TaskState::Retry => {
+                found.score.and_then(|s| DateTime::from_timestamp(s, 0))
+            }
+            _ => None,
+        };
+        Ok(TaskInfo::from_message(
+            found.msg,
+            found.state,
+            next,
+            found.result,
+            false,
+        ))
+    }
+
+    /// Moves a scheduled, retry, archived, completed or aggregating task to
+    /// pending (Go `Inspector.RunTask`; wire spec §9.3). An aggregating task
+    /// leaves its group (and the group leaves the queue's group set when
+    /// empty). The hash gets `state=pending` only: no `pending_since`, no
+    /// counters, as Go.
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::TaskNotFound`], [`Error::FailedPrecondition`] `task is
+    /// already running` (active) or `task is already in pending state`,
+    /// [`Error::Corrupt`] (unknown state), [`Error::Internal`] (the id is not
+    /// in its state's container), [`Error::Redis`].
+    pub async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+        validate_queue(queue)?;
+        self.broker.run_task(queue, id).await
+    }
+
+    /// Moves a pending, scheduled, retry, completed or aggregating task to
+    /// the archive, scored now (Go `Inspector.ArchiveTask`; wire spec §9.3,
+    /// §10). msg is not modified (no error text, no last-failed time) and no
+    /// counter moves, as Go. The same script trims the archive to
+    /// [`MAX_ARCHIVE_SIZE`](crate::broker::MAX_ARCHIVE_SIZE) tasks and drops
+    /// those archived [`ARCHIVE_RETENTION`](crate::broker::ARCHIVE_RETENTION)
+    /// ago or earlier, deleting the trimmed tasks' hashes (S16).
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::TaskNotFound`], [`Error::TaskAlreadyArchived`],
+    /// [`Error::FailedPrecondition`] `cannot archive task in active state.
+    /// use CancelProcessing instead.`, [`Error::Corrupt`] (unknown state),
+    /// [`Error::Internal`] (the id is not in its state's container),
+    /// [`Error::Redis`].
+    pub async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+        validate_queue(queue)?;
+        self.broker.archive_task(queue, id).await
+    }
+
+    /// Deletes a task in any state but active, releasing its uniqueness lock
+    /// while the lock still holds its id (Go `Inspector.DeleteTask`; wire
+    /// spec §9.3).
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::TaskNotFound`], [`Error::FailedPrecondition`] `cannot delete
+    /// task in active state. use CancelProcessing instead.`,
+    /// [`Error::Corrupt`] (unknown state), [`Error::Internal`] (the id is not
+    /// in its state's container), [`Error::Redis`].
+    pub async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+        validate_queue(queue)?;
+        self.broker.delete_task(queue, id).await
+    }
+
+    /// Moves every scheduled, retry or archived task of `queue` to pending,
+    /// lowest score first; returns how many moved (Go
+    /// `RunAllScheduledTasks`, `RunAllRetryTasks`, `RunAllArchivedTasks`;
+    /// wire spec §9.4). Ids whose hash is missing are dropped, not counted.
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
+    /// any other state, [`Error::QueueNotFound`], [`Error::Redis`].
+    pub async fn run_all(&self, queue: &str, state: TaskState) -> Result<u64> {
+        validate_queue(queue)?;
+        match state {
+            TaskState::Scheduled | TaskState::Retry | TaskState::Archived => {
+                self.broker.run_all_tasks(queue, state, None).await
+            }
+            other => Err(Error::InvalidArgument(format!(
+                "cannot run all {other} tasks: only scheduled, retry and archived"
+            ))),
+        }
+    }
+
+    /// Moves every aggregating task of `group` to pending and removes the
+    /// group from the queue's group set; returns how many moved (Go
+    /// `RunAllAggregatingTasks`; wire spec §9.4).
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::Redis`].
+    pub async fn run_all_aggregating(&self, queue: &str, group: &str) -> Result<u64> {
+        validate_queue(queue)?;
+        self.broker
+            .run_all_tasks(queue, TaskState::Aggregating, Some(group))
+            .await
+    }
+
+    /// Archives every pending, scheduled or retry task of `queue`; returns
+    /// how many were archived (Go `ArchiveAllPendingTasks`,
+    /// `ArchiveAllScheduledTasks`, `ArchiveAllRetryTasks`; wire spec §9.4,
+    /// §10). The archive is trimmed in the same script as in
+    /// [`Inspector::archive_task`].
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
+    /// any other state, [`Error::QueueNotFound`], [`Error::Redis`].
+    pub async fn archive_all(&self, queue: &str, state: TaskState) -> Result<u64> {
+        validate_queue(queue)?;
+        match state {
+            TaskState::Pending | TaskState::Scheduled | TaskState::Retry => {
+                self.broker.archive_all_tasks(queue, state, None).await
+            }
+            other => Err(Error::InvalidArgument(format!(
+                "cannot archive all {other} tasks: only pending, scheduled and retry"
+            ))),
+        }
+    }
+
+    /// Archives every aggregating task of `group` and removes the group from
+    /// the queue's group set; returns how many were archived (Go
+    /// `ArchiveAllAggregatingTasks`; wire spec §9.4, §10). The archive is
+    /// trimmed as in [`Inspector::archive_task`].
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::Redis`].
+    pub async fn archive_all_aggregating(&self, queue: &str, group: &str) -> Result<u64> {
+        validate_queue(queue)?;
+        self.broker
+            .archive_all_tasks(queue, TaskState::Aggregating, Some(group))
+            .await
+    }
+
+    /// Deletes every pending, scheduled, retry, archived or completed task of
+    /// `queue`, releasing each task's lock while it holds the task's id;
+    /// returns how many were deleted (Go `DeleteAll*Tasks`; wire spec §9.4).
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
+    /// active and aggregating, [`Error::QueueNotFound`], [`Error::Redis`].
+    pub async fn delete_all(&self, queue: &str, state: TaskState) -> Result<u64> {
+        validate_queue(queue)?;
+        match state {
+            TaskState::Pending
+            | TaskState::Scheduled
+            | TaskState::Retry
+            | TaskState::Archived
+            | TaskState::Completed => self.broker.delete_all_tasks(queue, state, None).await,
+            other => Err(Error::InvalidArgument(format!(
+                "cannot delete all {other} tasks: only pending, scheduled, retry, archived and completed"
+            ))),
+        }
+    }
+
+    /// Deletes every aggregating task of `group`, releasing their locks, and
+    /// removes the group from the queue's group set; returns how many were
+    /// deleted (Go `DeleteAllAggregatingTasks`; wire spec §9.4).
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::Redis`].
+    pub async fn delete_all_aggregating(&self, queue: &str, group: &str) -> Result<u64> {
+        validate_queue(queue)?;
+        self.broker
+            .delete_all_tasks(queue, TaskState::Aggregating, Some(group))
+            .await
+    }
+
+    /// Replaces the payload of a scheduled task and returns the updated task
+    /// (Go `Inspector.UpdateTaskPayload`, asynq 0.26; wire spec §9.3). Every
+    /// other msg field is kept, including fields this version does not know;
+    /// `unique_key` and the lock are not recomputed, as Go.
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::TaskNotFound`], [`Error::FailedPrecondition`] `cannot update
+    /// task that is not in scheduled state.`, [`Error::Corrupt`] when msg
+    /// does not decode, [`Error::Redis`].
+    pub async fn update_task_payload(
+        &self,
+        queue: &str,
+        id: &str,
+        payload: Vec<u8>,
+    ) -> Result<TaskInfo> {
+        validate_queue(queue)?;
+        let (msg, score, result) = self.broker.update_task_payload(queue, id, &payload).await?;
+        let next = score.and_then(|s| DateTime::from_timestamp(s, 0));
+        Ok(TaskInfo::from_message(
+            msg,
+            TaskState::Scheduled,
+            next,
+            result,
+            false,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Go's pagination arithmetic (wire spec §9.1): zset ranks
+    /// `[s·p, s·p + s − 1]`, list indexes from the right end.
+    #[test]
+    fn page_ranges() {
+        let p = Page::new(1, 2).unwrap();
+        assert_eq!(p.zset_range(), Some((0, 1)));
+        assert_eq!(p.list_range(), Some((-2, -1)));
+        let p = Page::new(3, 10).unwrap();
+        assert_eq!(p.zset_range(), Some((20, 29)));
+        assert_eq!(p.list_range(), Some((-30, -21)));
+        assert_eq!(
+            Page::new(usize::MAX, usize::MAX).unwrap().zset_range(),
+            None
+        );
+        assert_eq!(
+            Page::default(),
+            Page {
+                number: 1,
+                size: 30
+            }
+        );
+    }
+
+    #[test]
+    fn zero_page_is_invalid() {
+        assert!(matches!(Page::new(0, 10), Err(Error::InvalidArgument(_))));
+        assert!(matches!(Page::new(1, 0), Err(Error::InvalidArgument(_))));
+    }
+}

@@ -118,6 +118,38 @@ impl TestDb {
         }
     }
 
+    /// Runs a Go peer command that prints one JSON document per line
+    /// (`work`, `schedule`) to its end and returns the lines.
+    pub fn peer_lines(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        let out = Command::new(go_peer())
+            .args(["--redis", &format!("127.0.0.1:{}", self.port)])
+            .args(["--db", &self.db.to_string()])
+            .args(args)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run asynq-peer");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "asynq-peer {args:?} failed: {text}");
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line ({e}): {l}")))
+            .collect()
+    }
+
+    /// Starts a long-running Go peer command (`work`) in the background; the
+    /// returned guard kills it when dropped.
+    pub fn peer_spawn(&self, args: &[&str]) -> PeerProcess {
+        let child = Command::new(go_peer())
+            .args(["--redis", &format!("127.0.0.1:{}", self.port)])
+            .args(["--db", &self.db.to_string()])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn asynq-peer");
+        PeerProcess(child)
+    }
+
     /// Like [`TestDb::peer`] but panics on a peer error.
     pub fn peer_ok(&self, args: &[&str]) -> serde_json::Value {
         self.peer(args)
@@ -133,6 +165,45 @@ pub fn redis() -> TestDb {
     TestDb {
         port: server.port,
         db,
+    }
+}
+
+/// A background Go peer process, killed on drop.
+pub struct PeerProcess(pub std::process::Child);
+
+impl PeerProcess {
+    /// Sends SIGTERM (graceful shutdown of the Go server) and waits for exit.
+    pub fn terminate(mut self) -> std::process::Output {
+        unsafe {
+            libc::kill(self.0.id() as i32, libc::SIGTERM);
+        }
+        let child = std::mem::replace(&mut self.0, Command::new("true").spawn().unwrap());
+        child.wait_with_output().expect("wait for asynq-peer")
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `f` every 50 ms until it returns `Some` or `timeout` passes.
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut f: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return Some(v);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -1,0 +1,19 @@
+# Multi-stage build of the asynqdeck binary.
+# Not buildable on the development machines (no Docker engine); kept minimal.
+FROM rust:1-bookworm AS build
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY src ./src
+COPY templates ./templates
+COPY static ./static
+RUN cargo build --release --locked --bin asynqdeck
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --no-create-home asynqdeck
+COPY --from=build /src/target/release/asynqdeck /usr/local/bin/asynqdeck
+USER asynqdeck
+EXPOSE 8080
+ENTRYPOINT ["asynqdeck"]

@@ -1,0 +1,336 @@
+//! Worker-side writes: lease, finish, retry, archive, forward, recover.
+//!
+//! Go: `rdb.Dequeue`, `Done`, `MarkAsComplete`, `Requeue`, `Retry`,
+//! `Archive`, `ForwardIfReady`, `ExtendLease`, `ListLeaseExpired`,
+//! `DeleteExpiredCompletedTasks`, `ReclaimStaleAggregationSets` (wire spec
+//! §6.4–6.15). Dequeue and Done take several tasks per script call; each
+//! task still moves exactly as Go's single-task script moves it.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::proto::{TaskMessage, WireTask};
+use super::{Broker, decode_task, keys, scripts};
+use crate::error::{Error, Result};
+
+/// How long a lease lasts, at dequeue and at each extension (Go `base.LeaseDuration`).
+pub const LEASE_DURATION: Duration = Duration::from_secs(30);
+/// How long daily counters live after their day's first increment (Go `statsTTL`, 90 days).
+pub const STATS_TTL: Duration = Duration::from_secs(90 * 24 * 3600);
+/// Tasks moved per forwarder script call (Go: 100).
+pub const FORWARD_BATCH: usize = 100;
+/// Most expired leases one recoverer pass reads per queue.
+pub const RECOVER_BATCH: usize = 1000;
+
+const MAX_I64: i64 = i64::MAX;
+
+/// Outcome of finishing one task in a batched [`Broker::done`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoneOutcome {
+    /// Removed from active and lease, hash deleted, counted as processed.
+    Done,
+    /// Not in the active list (another server recovered it first).
+    NotActive,
+    /// In active but without a lease.
+    NoLease,
+    /// Its hash was already gone.
+    NoHash,
+}
+
+impl Broker {
+    fn stats_expiry(&self, now: DateTime<Utc>) -> i64 {
+        now.timestamp() + STATS_TTL.as_secs() as i64
+    }
+
+    /// Leases up to `max` pending tasks of `queue` until `lease_until`
+    /// (whole unix s on the wire). Returns nothing when the queue is paused
+    /// or empty. A task whose msg does not decode is returned as an error
+    /// entry so the caller can archive it; it stays active until then.
+    pub async fn dequeue(
+        &self,
+        queue: &str,
+        max: usize,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<std::result::Result<WireTask, (String, Error)>>> {
+        let reply: Vec<Vec<u8>> = scripts::DEQUEUE
+            .key(keys::pending_key(queue))
+            .key(keys::paused_key(queue))
+            .key(keys::active_key(queue))
+            .key(keys::lease_key(queue))
+            .arg(lease_until.timestamp())
+            .arg(keys::task_key_prefix(queue))
+            .arg(max.max(1))
+            .invoke_async(&mut self.conn())
+            .await?;
+        let mut out = Vec::with_capacity(reply.len() / 2);
+        for pair in reply.chunks_exact(2) {
+            let id = String::from_utf8_lossy(&pair[0]).into_owned();
+            out.push(decode_task(&keys::task_key(queue, &id), &pair[1]).map_err(|e| (id, e)));
+        }
+        Ok(out)
+    }
+
+    /// Finishes successful tasks of one queue (no retention): removes each
+    /// from active and lease, deletes its hash, releases its unique lock if it
+    /// still holds it, and counts the finished ones as processed. One script
+    /// call for the whole batch. Returns one outcome per task, in order.
+    pub async fn done(&self, queue: &str, tasks: &[&TaskMessage]) -> Result<Vec<DoneOutcome>> {
+        if tasks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now();
+        let mut inv = scripts::DONE.prepare_invoke();
+        inv.key(keys::active_key(queue))
+            .key(keys::lease_key(queue))
+            .key(keys::processed_key(queue, now.date_naive()))
+            .key(keys::processed_total_key(queue))
+            .arg(self.stats_expiry(now))
+            .arg(MAX_I64)
+            .arg(keys::task_key_prefix(queue));
+        for t in tasks {
+            inv.arg(&t.id).arg(&t.unique_key);
+        }
+        let codes: Vec<i64> = inv.invoke_async(&mut self.conn()).await?;
+        codes
+            .into_iter()
+            .map(|c| match c {
+                1 => Ok(DoneOutcome::Done),
+                0 => Ok(DoneOutcome::NotActive),
+                -1 => Ok(DoneOutcome::NoLease),
+                -2 => Ok(DoneOutcome::NoHash),
+                other => Err(Error::Internal(format!("done script replied {other}"))),
+            })
+            .collect()
+    }
+
+    /// Keeps a successful task as `completed` until now + its retention
+    /// (Go `MarkAsComplete`): sets completed_at = now (unix s) in the message,
+    /// counts it as processed and releases its lock. Errors:
+    /// [`Error::TaskNotFound`] when it is no longer active/leased.
+    pub async fn mark_as_complete(&self, task: &WireTask) -> Result<()> {
+        let now = self.now();
+        let mut task = task.clone();
+        task.msg.completed_at = now.timestamp();
+        let msg = &task.msg;
+        let mut inv = scripts::MARK_COMPLETE.prepare_invoke();
+        inv.key(keys::active_key(&msg.queue))
+            .key(keys::lease_key(&msg.queue))
+            .key(keys::completed_key(&msg.queue))
+            .key(keys::task_key(&msg.queue, &msg.id))
+            .key(keys::processed_key(&msg.queue, now.date_naive()))
+            .key(keys::processed_total_key(&msg.queue));
+        if !msg.unique_key.is_empty() {
+            inv.key(&msg.unique_key);
+        }
+        inv.arg(&msg.id)
+            .arg(self.stats_expiry(now))
+            .arg(now.timestamp() + msg.retention)
+            .arg(task.encode())
+            .arg(MAX_I64);
+        let code: i64 = inv.invoke_async(&mut self.conn()).await?;
+        self.lease_reply("mark_complete", code, msg)
+    }
+
+    /// Puts an unfinished task back at the consuming end of pending at
+    /// shutdown, without counting a retry (Go `Requeue`). Errors:
+    /// [`Error::TaskNotFound`] when it is no longer active/leased.
+    pub async fn requeue(&self, msg: &TaskMessage) -> Result<()> {
+        let code: i64 = scripts::REQUEUE
+            .key(keys::active_key(&msg.queue))
+            .key(keys::lease_key(&msg.queue))
+            .key(keys::pending_key(&msg.queue))
+            .key(keys::task_key(&msg.queue, &msg.id))
+            .arg(&msg.id)
+            .invoke_async(&mut self.conn())
+            .await?;
+        self.lease_reply("requeue", code, msg)
+    }
+
+    /// Moves a failed task to `retry`, due at `retry_at` (whole unix s), with
+    /// `error_msg` and last_failed_at = now; when `is_failure` it increments
+    /// Retried and counts a failure, else neither (S24; Go `Retry`). Unknown
+    /// protobuf fields are kept. Errors: [`Error::TaskNotFound`].
+    pub async fn retry(
+        &self,
+        task: &WireTask,
+        retry_at: DateTime<Utc>,
+        error_msg: &str,
+        is_failure: bool,
+    ) -> Result<()> {
+        let now = self.now();
+        let mut task = task.clone();
+        if is_failure {
+            task.msg.retried = task.msg.retried.saturating_add(1);
+        }
+        task.msg.error_msg = error_msg.to_string();
+        task.msg.last_failed_at = now.timestamp();
+        let msg = &task.msg;
+        let q = &msg.queue;
+        let day = now.date_naive();
+        let code: i64 = scripts::RETRY
+            .key(keys::task_key(q, &msg.id))
+            .key(keys::active_key(q))
+            .key(keys::lease_key(q))
+            .key(keys::retry_key(q))
+            .key(keys::processed_key(q, day))
+            .key(keys::failed_key(q, day))
+            .key(keys::processed_total_key(q))
+            .key(keys::failed_total_key(q))
+            .arg(&msg.id)
+            .arg(task.encode())
+            .arg(retry_at.timestamp())
+            .arg(self.stats_expiry(now))
+            .arg(i64::from(is_failure))
+            .arg(MAX_I64)
+            .invoke_async(&mut self.conn())
+            .await?;
+        self.lease_reply("retry", code, msg)
+    }
+
+    /// Archives a failed task with `error_msg` and last_failed_at = now
+    /// (Retried unchanged, as Go), counts a failure, and trims the archive to
+    /// [`MAX_ARCHIVE_SIZE`](super::MAX_ARCHIVE_SIZE) tasks and
+    /// [`ARCHIVE_RETENTION`](super::ARCHIVE_RETENTION), deleting trimmed
+    /// hashes, in the same script (S15, S16; Go `Archive`). Errors:
+    /// [`Error::TaskNotFound`].
+    pub async fn archive(&self, task: &WireTask, error_msg: &str) -> Result<()> {
+        let now = self.now();
+        let mut task = task.clone();
+        task.msg.error_msg = error_msg.to_string();
+        task.msg.last_failed_at = now.timestamp();
+        let msg = &task.msg;
+        let q = &msg.queue;
+        let day = now.date_naive();
+        let cutoff = now.timestamp() - super::ARCHIVE_RETENTION.as_secs() as i64;
+        let code: i64 = scripts::ARCHIVE
+            .key(keys::task_key(q, &msg.id))
+            .key(keys::active_key(q))
+            .key(keys::lease_key(q))
+            .key(keys::archived_key(q))
+            .key(keys::processed_key(q, day))
+            .key(keys::failed_key(q, day))
+            .key(keys::processed_total_key(q))
+            .key(keys::failed_total_key(q))
+            .arg(&msg.id)
+            .arg(task.encode())
+            .arg(now.timestamp())
+            .arg(cutoff)
+            .arg(super::MAX_ARCHIVE_SIZE)
+            .arg(self.stats_expiry(now))
+            .arg(MAX_I64)
+            .arg(keys::task_key_prefix(q))
+            .invoke_async(&mut self.conn())
+            .await?;
+        self.lease_reply("archive", code, msg)
+    }
+
+    fn lease_reply(&self, op: &str, code: i64, msg: &TaskMessage) -> Result<()> {
+        match code {
+            1 => Ok(()),
+            -2..=0 => Err(Error::TaskNotFound {
+                queue: msg.queue.clone(),
+                id: msg.id.clone(),
+            }),
+            other => Err(Error::Internal(format!("{op} script replied {other}"))),
+        }
+    }
+
+    /// Moves every due scheduled and retry task of `queue` to pending (or to
+    /// its group), in batches of [`FORWARD_BATCH`] (S12; Go `ForwardIfReady`).
+    /// Returns how many moved.
+    pub async fn forward_if_ready(&self, queue: &str) -> Result<u64> {
+        let mut moved = 0;
+        for source in [keys::scheduled_key(queue), keys::retry_key(queue)] {
+            loop {
+                let now = self.now();
+                let n: u64 = scripts::FORWARD
+                    .key(&source)
+                    .key(keys::pending_key(queue))
+                    .key(keys::all_groups_key(queue))
+                    .arg(now.timestamp())
+                    .arg(keys::task_key_prefix(queue))
+                    .arg(now.timestamp_nanos_opt().unwrap_or(i64::MAX))
+                    .arg(keys::group_key_prefix(queue))
+                    .arg(FORWARD_BATCH)
+                    .invoke_async(&mut self.conn())
+                    .await?;
+                moved += n;
+                if n < FORWARD_BATCH as u64 {
+                    break;
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Extends the leases of `ids` (only those still leased) to now + 30 s
+    /// (Go `ExtendLease`: `ZADD XX`). Returns the new expiry.
+    pub async fn extend_lease(&self, queue: &str, ids: &[&str]) -> Result<DateTime<Utc>> {
+        let until = self.now() + chrono::Duration::from_std(LEASE_DURATION).expect("30 s");
+        if ids.is_empty() {
+            return Ok(until);
+        }
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg(keys::lease_key(queue)).arg("XX");
+        for id in ids {
+            cmd.arg(until.timestamp()).arg(*id);
+        }
+        let _: i64 = cmd.query_async(&mut self.conn()).await?;
+        Ok(until)
+    }
+
+    /// Messages of active tasks of `queue` whose lease expired at or before
+    /// `cutoff` (Go `ListLeaseExpired`), at most [`RECOVER_BATCH`]. Entries
+    /// that do not decode are returned as errors with their key.
+    pub async fn list_lease_expired(
+        &self,
+        queue: &str,
+        cutoff: DateTime<Utc>,
+    ) -> Result<Vec<Result<WireTask>>> {
+        let msgs: Vec<Vec<u8>> = scripts::LIST_LEASE_EXPIRED
+            .key(keys::lease_key(queue))
+            .arg(cutoff.timestamp())
+            .arg(keys::task_key_prefix(queue))
+            .arg(RECOVER_BATCH)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(msgs
+            .iter()
+            .map(|m| decode_task(&keys::lease_key(queue), m))
+            .collect())
+    }
+
+    /// Deletes completed tasks of `queue` whose retention ended, `batch` per
+    /// script call until none is left (Go `DeleteExpiredCompletedTasks`).
+    /// Returns how many were deleted.
+    pub async fn delete_expired_completed(&self, queue: &str, batch: usize) -> Result<u64> {
+        let batch = batch.max(1);
+        let mut deleted = 0;
+        loop {
+            let n: u64 = scripts::DELETE_EXPIRED_COMPLETED
+                .key(keys::completed_key(queue))
+                .arg(self.now().timestamp())
+                .arg(keys::task_key_prefix(queue))
+                .arg(batch)
+                .invoke_async(&mut self.conn())
+                .await?;
+            deleted += n;
+            if n < batch as u64 {
+                return Ok(deleted);
+            }
+        }
+    }
+
+    /// Returns the tasks of aggregation sets whose deadline passed to their
+    /// groups (Go `ReclaimStaleAggregationSets`). Returns how many sets.
+    pub async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<u64> {
+        Ok(scripts::RECLAIM_STALE_AGGREGATION_SETS
+            .key(keys::all_aggregation_sets_key(queue))
+            .key(keys::all_groups_key(queue))
+            .arg(self.now().timestamp())
+            .arg(keys::group_key_prefix(queue))
+            .invoke_async(&mut self.conn())
+            .await?)
+    }
+}

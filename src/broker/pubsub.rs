@@ -1,0 +1,48 @@
+//! The cancellation channel, subscriber side (Go `rdb.CancelationPubSub`;
+//! wire spec §6.18).
+//!
+//! Pub/sub needs a connection of its own: once subscribed, a Redis
+//! connection accepts no other commands, so the multiplexed connection the
+//! rest of the broker shares cannot be used.
+
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt};
+
+use super::{Broker, keys};
+use crate::error::{Error, Result};
+
+/// How long opening the dedicated pub/sub connection may take.
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Broker {
+    /// Opens a dedicated connection, `SUBSCRIBE`s to `asynq:cancel` and
+    /// returns the stream of published task ids (one item per `PUBLISH`;
+    /// a payload that is not UTF-8 is decoded lossily). The subscription is
+    /// confirmed by Redis before this returns, so a publish made afterwards
+    /// is seen. The stream ends when the connection is lost; the caller
+    /// resubscribes. Dropping the stream closes the connection.
+    ///
+    /// Go `rdb.CancelationPubSub`. Errors: [`Error::Redis`] when the
+    /// connection or the subscription fails, or takes over 5 s.
+    pub async fn subscribe_cancellations(
+        &self,
+    ) -> Result<impl Stream<Item = String> + Send + Unpin + 'static> {
+        let open = async {
+            let mut pubsub = self.client.get_async_pubsub().await?;
+            pubsub.subscribe(keys::CANCEL_CHANNEL).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::time::timeout(SUBSCRIBE_TIMEOUT, open)
+            .await
+            .map_err(|_| {
+                Error::Redis(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "subscribing to asynq:cancel timed out",
+                )))
+            })??;
+        Ok(pubsub
+            .into_on_message()
+            .map(|msg| String::from_utf8_lossy(msg.get_payload_bytes()).into_owned()))
+    }
+}

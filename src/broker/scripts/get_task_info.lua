@@ -1,0 +1,19 @@
+-- get_task_info: read one task with its state and due time (asynq rdb.GetTaskInfo).
+-- KEYS[1] asynq:{<q>}:t:<id>  task hash
+-- --
+-- ARGV[1] task id
+-- ARGV[2] asynq:{<q>}:  queue key prefix (container = prefix .. state)
+-- Returns: an empty array when the hash is missing; else {msg, state, score,
+-- result}: msg and state as stored (nil when the field is absent); score is
+-- the task's score in asynq:{<q>}:<state> as a decimal string for scheduled
+-- and retry (nil otherwise); result nil when absent.
+if redis.call("EXISTS", KEYS[1]) == 0 then
+    return {}
+end
+local fields = redis.call("HMGET", KEYS[1], "msg", "state", "result")
+local state = fields[2]
+local score = false
+if state == "scheduled" or state == "retry" then
+    score = redis.call("ZSCORE", ARGV[2] .. state, ARGV[1])
+end
+return {fields[1], state, score, fields[3]}

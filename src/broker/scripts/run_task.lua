@@ -1,0 +1,45 @@
+-- run_task: move one task to pending (asynq rdb.RunTask).
+-- KEYS[1] asynq:{<q>}:t:<id>  task hash
+-- KEYS[2] asynq:{<q>}:pending list
+-- KEYS[3] asynq:{<q>}:groups  set of group names
+-- --
+-- ARGV[1] task id
+-- ARGV[2] asynq:{<q>}:    queue key prefix (container = prefix .. state)
+-- ARGV[3] asynq:{<q>}:g:  group key prefix (group zset = prefix .. group)
+-- Returns: 1 moved; 0 no such task; -1 active; -2 already pending;
+--          -3 the id is not in the container its state names;
+--          -4 the state field is missing or unknown.
+-- Nothing changes for any code but 1. The hash gets state=pending only (no
+-- pending_since, no counters), as in Go; an aggregating task keeps its
+-- group field, and its group leaves asynq:{<q>}:groups once empty.
+if redis.call("EXISTS", KEYS[1]) == 0 then
+    return 0
+end
+local fields = redis.call("HMGET", KEYS[1], "state", "group")
+local state, group = fields[1], fields[2]
+if state == "active" then
+    return -1
+elseif state == "pending" then
+    return -2
+elseif state == "aggregating" then
+    if not group then
+        return -3
+    end
+    local group_key = ARGV[3] .. group
+    if redis.call("ZREM", group_key, ARGV[1]) == 0 then
+        return -3
+    end
+    if redis.call("ZCARD", group_key) == 0 then
+        redis.call("SREM", KEYS[3], group)
+    end
+elseif state == "scheduled" or state == "retry" or state == "archived"
+    or state == "completed" then
+    if redis.call("ZREM", ARGV[2] .. state, ARGV[1]) == 0 then
+        return -3
+    end
+else
+    return -4
+end
+redis.call("LPUSH", KEYS[2], ARGV[1])
+redis.call("HSET", KEYS[1], "state", "pending")
+return 1

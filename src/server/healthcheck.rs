@@ -1,0 +1,71 @@
+//! The health checker: pings Redis and reports to a user callback (Go
+//! `healthcheck.go`; wire spec §7.1, §7.6).
+//!
+//! It runs only when the server has a callback (Go `HealthCheckFunc`). The
+//! first check is one interval after start (Go default: 15 s).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::Broker;
+use crate::error::{Error, Result};
+
+/// Go's default `HealthCheckInterval`: 15 s (wire spec §7.1).
+pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(15);
+
+/// The user callback: `None` when Redis answered `PING`, else the error
+/// (Go `Config.HealthCheckFunc`).
+pub type HealthCheckFunc = Arc<dyn Fn(Option<&Error>) + Send + Sync>;
+
+/// Pings Redis every interval and reports the result.
+pub struct HealthChecker {
+    broker: Broker,
+    interval: Duration,
+    callback: HealthCheckFunc,
+}
+
+impl std::fmt::Debug for HealthChecker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HealthChecker")
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HealthChecker {
+    /// A checker calling `callback` every `interval` (Go default
+    /// [`DEFAULT_HEALTH_CHECK_INTERVAL`]). Go `newHealthChecker`.
+    pub fn new(broker: Broker, interval: Duration, callback: HealthCheckFunc) -> Self {
+        HealthChecker {
+            broker,
+            interval,
+            callback,
+        }
+    }
+
+    /// Checks every `interval` (first check after one interval) until
+    /// `shutdown` is cancelled. Go `healthchecker.start`.
+    pub async fn run(self, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(self.interval) => {}
+            }
+            if let Err(e) = self.tick().await {
+                tracing::warn!(error = %e, "healthcheck: redis ping failed");
+            }
+        }
+        tracing::debug!("healthcheck done");
+    }
+
+    /// One check: `PING`, then the callback with the outcome; returns the
+    /// outcome too. Errors: [`Error::Redis`] when Redis does not answer.
+    pub async fn tick(&self) -> Result<()> {
+        let result = self.broker.ping().await;
+        (self.callback)(result.as_ref().err());
+        result
+    }
+}

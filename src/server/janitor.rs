@@ -1,0 +1,82 @@
+//! The janitor: deletes completed tasks whose retention ended (Go
+//! `janitor.go`; wire spec §6.14, §7.6).
+//!
+//! The first sweep runs one interval after start, as Go's.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::Broker;
+use crate::error::Result;
+
+/// Go's default `JanitorInterval`: 8 s (wire spec §7.1).
+pub const DEFAULT_JANITOR_INTERVAL: Duration = Duration::from_secs(8);
+/// Go's default `JanitorBatchSize`: 100 tasks per script call (wire spec §7.1).
+pub const DEFAULT_JANITOR_BATCH_SIZE: usize = 100;
+
+/// Sweeps the completed sets of the server's queues.
+#[derive(Debug)]
+pub struct Janitor {
+    broker: Broker,
+    queues: Vec<String>,
+    interval: Duration,
+    batch_size: usize,
+}
+
+impl Janitor {
+    /// A janitor for `queues`, sweeping every `interval` and deleting
+    /// `batch_size` tasks per script call (Go defaults
+    /// [`DEFAULT_JANITOR_INTERVAL`], [`DEFAULT_JANITOR_BATCH_SIZE`]; a
+    /// batch of 0 is taken as 1). Go `newJanitor`.
+    pub fn new(broker: Broker, queues: Vec<String>, interval: Duration, batch_size: usize) -> Self {
+        Janitor {
+            broker,
+            queues,
+            interval,
+            batch_size: batch_size.max(1),
+        }
+    }
+
+    /// Sweeps every `interval` (first sweep after one interval) until
+    /// `shutdown` is cancelled; a failed sweep is logged and the loop goes
+    /// on. Go `janitor.start`.
+    pub async fn run(self, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(self.interval) => {}
+            }
+            // Failures are logged per queue by `tick`.
+            let _ = self.tick().await;
+        }
+        tracing::debug!("janitor done");
+    }
+
+    /// One sweep: [`Broker::delete_expired_completed`] for each queue.
+    /// Returns how many tasks were deleted in all. A queue that fails is
+    /// logged and the others are still swept; the first error is returned at
+    /// the end. Go `janitor.exec`.
+    pub async fn tick(&self) -> Result<u64> {
+        let mut deleted = 0;
+        let mut first_err = None;
+        for queue in &self.queues {
+            match self
+                .broker
+                .delete_expired_completed(queue, self.batch_size)
+                .await
+            {
+                Ok(n) => deleted += n,
+                Err(e) => {
+                    tracing::warn!(queue = %queue, error = %e, "janitor: queue failed");
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(deleted),
+        }
+    }
+}

@@ -1,0 +1,569 @@
+//! The worker-side broker operations on a real Redis: each moves a task
+//! exactly as Go's script does (wire spec §6.4–6.15; S12, S15, S16, S24).
+
+use std::time::Duration;
+
+use asynqdeck::broker::keys;
+use asynqdeck::broker::proto::WireTask;
+use asynqdeck::broker::{Broker, DoneOutcome};
+use asynqdeck::{Client, EnqueueOptions, Task};
+use chrono::Utc;
+use redis::AsyncCommands;
+
+use crate::support::{self, TestDb};
+
+async fn setup() -> (TestDb, Broker, Client, redis::aio::MultiplexedConnection) {
+    let db = support::redis();
+    let broker = Broker::connect(&db.url()).await.unwrap();
+    let client = Client::from_broker(broker.clone());
+    let conn = db.raw().await;
+    (db, broker, client, conn)
+}
+
+fn lease_until() -> chrono::DateTime<Utc> {
+    Utc::now() + chrono::Duration::seconds(30)
+}
+
+async fn lease_one(broker: &Broker, q: &str) -> WireTask {
+    let mut got = broker.dequeue(q, 1, lease_until()).await.unwrap();
+    assert_eq!(got.len(), 1);
+    got.remove(0).unwrap()
+}
+
+async fn state(conn: &mut redis::aio::MultiplexedConnection, q: &str, id: &str) -> Option<String> {
+    conn.hget(keys::task_key(q, id), "state").await.unwrap()
+}
+
+fn today() -> chrono::NaiveDate {
+    Utc::now().date_naive()
+}
+
+/// Dequeue takes the oldest first (right end), moves it to active with a
+/// lease in unix seconds, drops pending_since, and takes nothing from a
+/// paused queue (wire spec §6.5).
+#[tokio::test]
+async fn dequeue_leases_oldest_first_and_respects_pause() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let a = client
+        .enqueue(&Task::new("t", b"a".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let b = client
+        .enqueue(&Task::new("t", b"b".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let until = lease_until();
+    let got = broker.dequeue("default", 10, until).await.unwrap();
+    let ids: Vec<String> = got.into_iter().map(|t| t.unwrap().msg.id).collect();
+    assert_eq!(ids, vec![a.id.clone(), b.id.clone()]);
+    let active: Vec<String> = conn
+        .lrange(keys::active_key("default"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(active, vec![b.id.clone(), a.id.clone()]);
+    let score: i64 = conn
+        .zscore(keys::lease_key("default"), &a.id)
+        .await
+        .unwrap();
+    assert_eq!(score, until.timestamp());
+    assert_eq!(
+        state(&mut conn, "default", &a.id).await.as_deref(),
+        Some("active")
+    );
+    let since: Option<String> = conn
+        .hget(keys::task_key("default", &a.id), "pending_since")
+        .await
+        .unwrap();
+    assert_eq!(since, None);
+
+    client
+        .enqueue(&Task::new("t", b"c".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let _: () = conn
+        .set(keys::paused_key("default"), Utc::now().timestamp())
+        .await
+        .unwrap();
+    assert!(
+        broker
+            .dequeue("default", 10, lease_until())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Done removes the task everywhere, counts processed (daily key with a
+/// ~90-day expiry, and the total) and releases the task's own lock.
+#[tokio::test]
+async fn done_deletes_counts_and_releases_lock() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let t = Task::new("t", b"u".to_vec());
+    client
+        .enqueue(&t, EnqueueOptions::new().unique(Duration::from_secs(600)))
+        .await
+        .unwrap();
+    client
+        .enqueue(&Task::new("t", b"v".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let leased: Vec<WireTask> = broker
+        .dequeue("default", 5, lease_until())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    let msgs: Vec<_> = leased.iter().map(|w| &w.msg).collect();
+    let outcomes = broker.done("default", &msgs).await.unwrap();
+    assert_eq!(outcomes, vec![DoneOutcome::Done, DoneOutcome::Done]);
+    let again = broker.done("default", &msgs[..1]).await.unwrap();
+    assert_eq!(again, vec![DoneOutcome::NotActive]);
+    let daily = keys::processed_key("default", today());
+    let n: i64 = conn.get(&daily).await.unwrap();
+    assert_eq!(n, 2);
+    let ttl: i64 = conn.ttl(&daily).await.unwrap();
+    assert!(ttl > 7_776_000 - 5 && ttl <= 7_776_000, "ttl {ttl}");
+    let total: i64 = conn
+        .get(keys::processed_total_key("default"))
+        .await
+        .unwrap();
+    assert_eq!(total, 2);
+    let lock: Option<String> = conn
+        .get(keys::unique_key("default", "t", Some(b"u")))
+        .await
+        .unwrap();
+    assert_eq!(lock, None);
+    let keys_left: Vec<String> = conn.keys("asynq:{default}:t:*").await.unwrap();
+    assert!(keys_left.is_empty());
+}
+
+/// Retry with is_failure: Retried +1, LastErr, LastFailedAt, score = retry
+/// time, failure counted; without: Retried and counters unchanged (S24).
+#[tokio::test]
+async fn retry_counts_only_failures() {
+    let (_db, broker, client, mut conn) = setup().await;
+    client
+        .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let w = lease_one(&broker, "default").await;
+    let at = Utc::now() + chrono::Duration::seconds(100);
+    broker.retry(&w, at, "boom", true).await.unwrap();
+    let info = asynqdeck::Inspector::from_broker(broker.clone())
+        .get_task_info("default", &w.msg.id)
+        .await
+        .unwrap();
+    assert_eq!((info.retried, info.last_err.as_str()), (1, "boom"));
+    assert_eq!(info.next_process_at.unwrap().timestamp(), at.timestamp());
+    assert!(
+        (info.last_failed_at.unwrap() - Utc::now())
+            .num_seconds()
+            .abs()
+            <= 1
+    );
+    let failed: i64 = conn
+        .get(keys::failed_key("default", today()))
+        .await
+        .unwrap();
+    let total_failed: i64 = conn.get(keys::failed_total_key("default")).await.unwrap();
+    assert_eq!((failed, total_failed), (1, 1));
+
+    // Not a failure: forwarded back, leased again, retried without counting.
+    let _: () = conn
+        .zadd(keys::retry_key("default"), &w.msg.id, 0)
+        .await
+        .unwrap();
+    assert_eq!(broker.forward_if_ready("default").await.unwrap(), 1);
+    let w2 = lease_one(&broker, "default").await;
+    assert_eq!(w2.msg.retried, 1);
+    broker.retry(&w2, at, "no resource", false).await.unwrap();
+    let m = broker_msg(&mut conn, &w.msg.id).await;
+    assert_eq!(
+        (m.msg.retried, m.msg.error_msg.as_str()),
+        (1, "no resource")
+    );
+    let failed: i64 = conn
+        .get(keys::failed_key("default", today()))
+        .await
+        .unwrap();
+    let processed: i64 = conn
+        .get(keys::processed_key("default", today()))
+        .await
+        .unwrap();
+    assert_eq!((failed, processed), (1, 1), "S24: counters unchanged");
+}
+
+async fn broker_msg(conn: &mut redis::aio::MultiplexedConnection, id: &str) -> WireTask {
+    let b: Vec<u8> = conn
+        .hget(keys::task_key("default", id), "msg")
+        .await
+        .unwrap();
+    WireTask::decode(&b).unwrap()
+}
+
+/// Archive writes LastErr without touching Retried, counts a failure, and
+/// keeps unknown protobuf fields of a newer peer byte for byte (S15).
+#[tokio::test]
+async fn archive_keeps_retried_and_unknown_fields() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let t = client
+        .enqueue(
+            &Task::new("t", b"1".to_vec()),
+            EnqueueOptions::new().max_retry(0),
+        )
+        .await
+        .unwrap();
+    // Append an unknown field 16 to the stored message, as a newer Go would.
+    let key = keys::task_key("default", &t.id);
+    let mut bytes: Vec<u8> = conn.hget(&key, "msg").await.unwrap();
+    bytes.extend_from_slice(&[0x82, 0x01, 3, b'n', b'e', b'w']);
+    let _: () = conn.hset(&key, "msg", bytes).await.unwrap();
+    let w = lease_one(&broker, "default").await;
+    broker
+        .archive(&w, "order invalid: skip retry for the task")
+        .await
+        .unwrap();
+    let m = broker_msg(&mut conn, &t.id).await;
+    assert_eq!(m.msg.retried, 0);
+    assert_eq!(m.msg.error_msg, "order invalid: skip retry for the task");
+    assert_eq!(m.unknown, vec![0x82, 0x01, 3, b'n', b'e', b'w']);
+    assert_eq!(
+        state(&mut conn, "default", &t.id).await.as_deref(),
+        Some("archived")
+    );
+    let failed: i64 = conn.get(keys::failed_total_key("default")).await.unwrap();
+    assert_eq!(failed, 1);
+}
+
+/// S16: the processor's archive keeps at most 10,000 tasks, deletes the
+/// trimmed tasks' hashes, and drops entries older than 90 days, in one step.
+#[tokio::test]
+async fn archive_trims_to_10k_and_90_days_and_deletes_hashes() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let now = Utc::now().timestamp();
+    let old = now - 91 * 24 * 3600;
+    // 10,000 archived tasks: 50 older than 90 days, the rest recent.
+    let seed = redis::Script::new(
+        r#"for i = 1, tonumber(ARGV[1]) do
+             local id = "seed-" .. i
+             local score = ARGV[3]
+             if i <= tonumber(ARGV[2]) then score = ARGV[4] end
+             redis.call("ZADD", KEYS[1], tonumber(score) + i, id)
+             redis.call("HSET", KEYS[2] .. id, "msg", "x", "state", "archived")
+           end"#,
+    );
+    let _: () = seed
+        .key(keys::archived_key("default"))
+        .key(keys::task_key_prefix("default"))
+        .arg(10_000)
+        .arg(50)
+        .arg(now - 86_400 - 20_000)
+        .arg(old)
+        .invoke_async(&mut conn)
+        .await
+        .unwrap();
+    client
+        .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let w = lease_one(&broker, "default").await;
+    broker.archive(&w, "boom").await.unwrap();
+    let card: usize = conn.zcard(keys::archived_key("default")).await.unwrap();
+    assert_eq!(
+        card, 9_951,
+        "50 stale dropped; 9,950 recent + the new one remain"
+    );
+    for gone in ["seed-1", "seed-50"] {
+        let exists: bool = conn.exists(keys::task_key("default", gone)).await.unwrap();
+        assert!(!exists, "{gone}'s hash deleted");
+    }
+    // Fill to exactly 10,000 then archive one more: the oldest recent goes.
+    let _: () = seed
+        .key(keys::archived_key("default"))
+        .key(keys::task_key_prefix("default"))
+        .arg(49)
+        .arg(0)
+        .arg(now - 86_400 - 40_000)
+        .arg(old)
+        .invoke_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        conn.zcard::<_, usize>(keys::archived_key("default"))
+            .await
+            .unwrap(),
+        10_000
+    );
+    let oldest: Vec<String> = conn
+        .zrange(keys::archived_key("default"), 0, 0)
+        .await
+        .unwrap();
+    client
+        .enqueue(&Task::new("t", b"2".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let w = lease_one(&broker, "default").await;
+    broker.archive(&w, "boom").await.unwrap();
+    assert_eq!(
+        conn.zcard::<_, usize>(keys::archived_key("default"))
+            .await
+            .unwrap(),
+        10_000
+    );
+    let still: Option<f64> = conn
+        .zscore(keys::archived_key("default"), &oldest[0])
+        .await
+        .unwrap();
+    assert_eq!(still, None);
+    let exists: bool = conn
+        .exists(keys::task_key("default", &oldest[0]))
+        .await
+        .unwrap();
+    assert!(!exists, "the oldest task's hash is deleted");
+    let newest: Option<f64> = conn
+        .zscore(keys::archived_key("default"), &w.msg.id)
+        .await
+        .unwrap();
+    assert!(newest.is_some());
+}
+
+/// The all-time counters wrap at MaxInt64 as Go's do (wire spec §16 check 23).
+#[tokio::test]
+async fn counters_wrap_at_max_int64() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let _: () = conn
+        .set(keys::processed_total_key("default"), i64::MAX)
+        .await
+        .unwrap();
+    client
+        .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let w = lease_one(&broker, "default").await;
+    broker.done("default", &[&w.msg]).await.unwrap();
+    let p: i64 = conn
+        .get(keys::processed_total_key("default"))
+        .await
+        .unwrap();
+    assert_eq!(p, 1);
+    let _: () = conn
+        .set(keys::processed_total_key("default"), i64::MAX)
+        .await
+        .unwrap();
+    let _: () = conn
+        .set(keys::failed_total_key("default"), 77)
+        .await
+        .unwrap();
+    client
+        .enqueue(&Task::new("t", b"2".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let w = lease_one(&broker, "default").await;
+    broker.retry(&w, Utc::now(), "e", true).await.unwrap();
+    let p: i64 = conn
+        .get(keys::processed_total_key("default"))
+        .await
+        .unwrap();
+    let f: i64 = conn.get(keys::failed_total_key("default")).await.unwrap();
+    assert_eq!((p, f), (1, 1));
+}
+
+/// S12: the forwarder moves due retry and scheduled tasks to pending with
+/// pending_since, leaves future ones, and routes grouped tasks to their group.
+#[tokio::test]
+async fn forward_moves_due_tasks_only() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let due = client
+        .enqueue(
+            &Task::new("t", b"1".to_vec()),
+            EnqueueOptions::new().process_in(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let later = client
+        .enqueue(
+            &Task::new("t", b"2".to_vec()),
+            EnqueueOptions::new().process_in(Duration::from_secs(600)),
+        )
+        .await
+        .unwrap();
+    let _: () = conn
+        .zadd(
+            keys::scheduled_key("default"),
+            &due.id,
+            Utc::now().timestamp() - 1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(broker.forward_if_ready("default").await.unwrap(), 1);
+    assert_eq!(
+        state(&mut conn, "default", &due.id).await.as_deref(),
+        Some("pending")
+    );
+    assert_eq!(
+        state(&mut conn, "default", &later.id).await.as_deref(),
+        Some("scheduled")
+    );
+    let since: String = conn
+        .hget(keys::task_key("default", &due.id), "pending_since")
+        .await
+        .unwrap();
+    assert_eq!(since.len(), 19);
+    // 250 due retries move in batches of 100 in one call.
+    for i in 0..250 {
+        let id = format!("r{i}");
+        let _: () = conn
+            .hset_multiple(
+                keys::task_key("default", &id),
+                &[("msg", "x"), ("state", "retry")],
+            )
+            .await
+            .unwrap();
+        let _: () = conn.zadd(keys::retry_key("default"), &id, 1).await.unwrap();
+    }
+    let _: () = conn
+        .hset(keys::task_key("default", "r7"), "group", "g")
+        .await
+        .unwrap();
+    assert_eq!(broker.forward_if_ready("default").await.unwrap(), 250);
+    assert_eq!(
+        conn.llen::<_, usize>(keys::pending_key("default"))
+            .await
+            .unwrap(),
+        250
+    );
+    assert_eq!(
+        state(&mut conn, "default", "r7").await.as_deref(),
+        Some("aggregating")
+    );
+    let groups: Vec<String> = conn
+        .smembers(keys::all_groups_key("default"))
+        .await
+        .unwrap();
+    assert_eq!(groups, vec!["g".to_string()]);
+}
+
+/// Requeue puts the task at the consuming end of pending without counting a
+/// retry or setting pending_since (wire spec §6.8, §16 check 16).
+#[tokio::test]
+async fn requeue_returns_task_next_in_line() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let a = client
+        .enqueue(&Task::new("t", b"a".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let w = lease_one(&broker, "default").await;
+    client
+        .enqueue(&Task::new("t", b"b".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    broker.requeue(&w.msg).await.unwrap();
+    let next: Vec<String> = conn
+        .lrange(keys::pending_key("default"), -1, -1)
+        .await
+        .unwrap();
+    assert_eq!(next, vec![a.id.clone()]);
+    assert_eq!(
+        state(&mut conn, "default", &a.id).await.as_deref(),
+        Some("pending")
+    );
+    assert!(matches!(
+        broker.requeue(&w.msg).await,
+        Err(asynqdeck::Error::TaskNotFound { .. })
+    ));
+}
+
+/// Retention: completed with score completed_at + retention, the lock
+/// released, then the janitor deletes it once expired (wire spec §6.7, §6.14).
+#[tokio::test]
+async fn complete_then_janitor_deletes_expired() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let t = client
+        .enqueue(
+            &Task::new("t", b"1".to_vec()),
+            EnqueueOptions::new()
+                .retention(Duration::from_secs(3600))
+                .unique(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let w = lease_one(&broker, "default").await;
+    broker.mark_as_complete(&w).await.unwrap();
+    let m = broker_msg(&mut conn, &t.id).await;
+    let score: i64 = conn
+        .zscore(keys::completed_key("default"), &t.id)
+        .await
+        .unwrap();
+    assert_eq!(score, m.msg.completed_at + 3600);
+    let lock: Option<String> = conn
+        .get(keys::unique_key("default", "t", Some(b"1")))
+        .await
+        .unwrap();
+    assert_eq!(lock, None);
+    assert_eq!(
+        broker
+            .delete_expired_completed("default", 100)
+            .await
+            .unwrap(),
+        0
+    );
+    let _: () = conn
+        .zadd(keys::completed_key("default"), &t.id, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        broker
+            .delete_expired_completed("default", 100)
+            .await
+            .unwrap(),
+        1
+    );
+    let exists: bool = conn.exists(keys::task_key("default", &t.id)).await.unwrap();
+    assert!(!exists);
+}
+
+/// Expired leases are listed for the recoverer; extension only touches
+/// tasks still leased (ZADD XX).
+#[tokio::test]
+async fn lease_expiry_and_extension() {
+    let (_db, broker, client, mut conn) = setup().await;
+    client
+        .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let w = lease_one(&broker, "default").await;
+    let cutoff = Utc::now() - chrono::Duration::seconds(30);
+    assert!(
+        broker
+            .list_lease_expired("default", cutoff)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let _: () = conn
+        .zadd(
+            keys::lease_key("default"),
+            &w.msg.id,
+            cutoff.timestamp() - 100,
+        )
+        .await
+        .unwrap();
+    let expired = broker.list_lease_expired("default", cutoff).await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].as_ref().unwrap().msg.id, w.msg.id);
+    let until = broker
+        .extend_lease("default", &[&w.msg.id, "not-leased"])
+        .await
+        .unwrap();
+    let score: i64 = conn
+        .zscore(keys::lease_key("default"), &w.msg.id)
+        .await
+        .unwrap();
+    assert_eq!(score, until.timestamp());
+    let none: Option<i64> = conn
+        .zscore(keys::lease_key("default"), "not-leased")
+        .await
+        .unwrap();
+    assert_eq!(none, None);
+}
