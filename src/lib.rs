@@ -42,7 +42,7 @@ pub use client::Client;
 pub use error::{Error, Result};
 pub use inspector::Inspector;
 pub use server::{
-    Backoff, Handler, RetryAfter, RetryDelayFunc, RetryPolicy, RevokeTask, ServeMux, SkipRetry,
-    TaskContext, TaskError, handler_fn,
+    Backoff, Config, Handler, RetryAfter, RetryDelayFunc, RetryPolicy, RevokeTask, ServeMux,
+    Server, ShutdownHandle, SkipRetry, TaskContext, TaskError, handler_fn,
 };
 pub use task::{EnqueueOptions, ProcessAt, Task, TaskInfo, TaskState};

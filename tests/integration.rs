@@ -8,4 +8,6 @@ mod engine_broker;
 mod inspector_queues;
 mod inspector_tasks;
 mod interop;
+mod maintenance;
+mod server_smoke;
 mod servers;

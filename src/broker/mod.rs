@@ -2,8 +2,10 @@
 //!
 //! [`Broker`] owns a multiplexed, auto-reconnecting connection and runs one
 //! Lua script per multi-key change (scripts live in `scripts/*.lua`, one file
-//! per operation, registered in [`scripts`]). Script reply codes become typed
-//! [`Error`](crate::Error)s in the wrapper that sends the script.
+//! per operation, registered in `scripts.rs`). Script reply codes become typed
+//! [`Error`]s in the wrapper that sends the script. Where asynqdeck
+//! deliberately differs from Go, `COMPATIBILITY.md` at the repository root
+//! says how and why (code comments point to its entries).
 //!
 //! Files: `keys.rs` (every key name), `proto.rs` (protobuf messages),
 //! `enqueue.rs` (client writes), `queues.rs` (queue stats, history, pause,
@@ -22,10 +24,12 @@ mod queues;
 mod results;
 mod servers;
 mod tasks;
+mod waiter;
 
 pub use engine::{DoneOutcome, FORWARD_BATCH, LEASE_DURATION, RECOVER_BATCH, STATS_TTL};
 pub use enqueue::EnqueueTarget;
 pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
+pub use waiter::PendingWaiter;
 
 use chrono::{DateTime, Utc};
 use redis::aio::ConnectionManager;

@@ -89,18 +89,6 @@ pub struct SchedulerEnqueueEvent {
     pub enqueued_at: DateTime<Utc>,
 }
 
-/// The inclusive rank range of `page` (Go `Pagination.start`/`stop`), or
-/// `None` when it lies beyond any possible end. Errors as [`Page::new`].
-fn rank_range(page: Page) -> Result<Option<(i64, i64)>> {
-    let Page { number, size } = Page::new(page.number, page.size)?;
-    let range = (|| {
-        let size = i64::try_from(size).ok()?;
-        let start = i64::try_from(number - 1).ok()?.checked_mul(size)?;
-        Some((start, start.checked_add(size - 1)?))
-    })();
-    Ok(range)
-}
-
 fn time_of(t: Option<proto::Timestamp>) -> Option<DateTime<Utc>> {
     t.and_then(proto::Timestamp::to_utc)
 }
@@ -216,7 +204,8 @@ impl Inspector {
         entry_id: &str,
         page: Page,
     ) -> Result<Vec<SchedulerEnqueueEvent>> {
-        let Some((start, stop)) = rank_range(page)? else {
+        page.validate()?;
+        let Some((start, stop)) = page.zset_range() else {
             return Ok(Vec::new());
         };
         let events = self

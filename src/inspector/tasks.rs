@@ -51,7 +51,9 @@ impl Page {
         Ok(page)
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Errors with [`Error::InvalidArgument`] when the number or the size is
+    /// 0 (Go turns these into odd rank ranges instead).
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.number == 0 {
             return Err(Error::InvalidArgument(
                 "page number starts at 1, got 0".into(),
@@ -65,9 +67,11 @@ impl Page {
         Ok(())
     }
 
-    /// The inclusive rank range of the page in a zset (ascending scores), or
-    /// `None` when it lies beyond any possible end.
-    fn zset_range(&self) -> Option<(i64, i64)> {
+    /// The inclusive rank range of the page in a zset (Go
+    /// `Pagination.start`/`stop`: `[size·(number−1), size·number − 1]`), or
+    /// `None` when it lies beyond any possible end. Call
+    /// [`Page::validate`] first.
+    pub(crate) fn zset_range(&self) -> Option<(i64, i64)> {
         let size = i64::try_from(self.size).ok()?;
         let start = i64::try_from(self.number - 1).ok()?.checked_mul(size)?;
         Some((start, start.checked_add(size - 1)?))

@@ -1,14 +1,27 @@
-//! The worker side: handlers, their errors and retry policies (Go
-//! `server.go`, `servemux.go`, `processor.go`, `context.go`).
+//! The worker side: [`Server`] runs handlers on tasks from Redis, with the
+//! maintenance loops Go asynq runs beside them (Go `server.go`,
+//! `processor.go`, `servemux.go`, `context.go`; S1–S27).
 //!
+//! Public pieces:
+//! - [`Server`], [`Config`], [`ShutdownHandle`]: start, configure, stop.
+//! - `handler`: the [`Handler`] trait, [`handler_fn`], [`TaskContext`] (task
+//!   id, retry count, max retry, queue, deadline, cancellation; S26),
+//!   [`ResultWriter`] and the routing [`ServeMux`] (wire spec §7.3).
 //! - `task_error`: [`TaskError`] (an [`anyhow::Error`]) and the outcome
 //!   markers [`SkipRetry`], [`RevokeTask`], [`RetryAfter`], plus
 //!   [`PanicError`] and [`HandlerNotFound`]; [`error_text`] gives the stored
 //!   `LastErr` (wire spec §7.4, §12; S19–S25).
 //! - `retry`: [`RetryDelayFunc`], [`default_retry_delay`] (Sidekiq curve) and
 //!   the [`RetryPolicy`] builder (S4–S11).
-//! - `handler`: the [`Handler`] trait, [`handler_fn`], [`TaskContext`],
-//!   [`ResultWriter`] and the routing [`ServeMux`] (wire spec §7.3; S26).
+//!
+//! Internal components, one file each, one skeleton each (`new`, `run`
+//! until a shutdown token, a one-step `tick`): `processor` (dequeue, run,
+//! write outcomes), `forwarder` (scheduled/retry → pending, S12),
+//! `recoverer` (lapsed leases), `janitor` (expired completed tasks),
+//! `heartbeat` (server and worker state, lease extension), `syncer` (retries
+//! failed writes), `subscriber` (cancellation channel), `healthcheck`.
+//! `inflight` is the registry of running tasks they share; `lease` holds the
+//! lease rules and the context errors.
 
 pub mod handler;
 pub mod retry;
@@ -28,7 +41,6 @@ pub use task_error::{
     retry_after,
 };
 
-// maintenance (temporary block)
 #[doc(hidden)]
 pub mod forwarder;
 #[doc(hidden)]
@@ -41,9 +53,354 @@ pub mod inflight;
 pub mod janitor;
 #[doc(hidden)]
 pub mod lease;
+mod processor;
 #[doc(hidden)]
 pub mod recoverer;
 #[doc(hidden)]
 pub mod subscriber;
 #[doc(hidden)]
 pub mod syncer;
+pub use healthcheck::HealthCheckFunc;
+pub use heartbeat::ServerStatus;
+pub use lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::Broker;
+use crate::error::Result;
+use crate::task::Task;
+
+/// Decides whether a handler error counts as a failure (Go `Config.IsFailure`;
+/// S24). `false` retries the task without incrementing Retried or the failed
+/// counter.
+pub type IsFailureFunc = Arc<dyn Fn(&TaskError) -> bool + Send + Sync>;
+/// Called for every failed attempt, before the retry/archive decision
+/// (Go `ErrorHandler`; S20).
+pub type ErrorHandler = Arc<dyn Fn(&TaskContext, &Task, &TaskError) + Send + Sync>;
+
+/// Server settings (Go `asynq.Config`). [`Config::default`] gives Go's defaults.
+#[derive(Clone)]
+pub struct Config {
+    /// Most tasks run at once. Default: number of CPUs.
+    pub concurrency: usize,
+    /// Queue name → priority (> 0). Default: `{"default": 1}`.
+    pub queues: BTreeMap<String, i32>,
+    /// Always empty higher-priority queues first instead of weighted random order.
+    pub strict_priority: bool,
+    /// Delay before the next attempt: `(Retried, error, task) -> Duration`
+    /// (S5). Default: [`default_retry_delay`] (S4).
+    pub retry_delay_func: RetryDelayFunc,
+    /// Whether an error counts as a failure (S24). Default: always.
+    pub is_failure: IsFailureFunc,
+    /// Called for every failure (S20). Default: none.
+    pub error_handler: Option<ErrorHandler>,
+    /// How long shutdown waits for running handlers before requeueing their
+    /// tasks. Default 8 s (Go).
+    pub shutdown_timeout: Duration,
+    /// How often scheduled and retry tasks are checked (Go
+    /// `DelayedTaskCheckInterval`, the "every few seconds" of S12). Default 5 s.
+    pub forwarder_interval: Duration,
+    /// Longest wait between dequeue attempts while every queue is empty.
+    /// Default 1 s (Go). Work that arrives earlier is picked up at once
+    /// through a blocking wake-up (see `processor`).
+    pub task_check_interval: Duration,
+    /// How often expired completed tasks are deleted. Default 8 s.
+    pub janitor_interval: Duration,
+    /// Completed tasks deleted per script call. Default 100.
+    pub janitor_batch_size: usize,
+    /// How often tasks with lapsed leases are recovered. Default 1 min (Go).
+    pub recoverer_interval: Duration,
+    /// How often server state is written and leases extended. Default 5 s (Go).
+    pub heartbeat_interval: Duration,
+    /// How often failed Redis writes are retried. Default 5 s (Go).
+    pub syncer_interval: Duration,
+    /// Redis health check callback. Default: none.
+    pub health_check_func: Option<HealthCheckFunc>,
+    /// How often the health check runs. Default 15 s.
+    pub health_check_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            concurrency: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            queues: [(crate::task::DEFAULT_QUEUE.to_string(), 1)].into(),
+            strict_priority: false,
+            retry_delay_func: default_retry_delay_fn(),
+            is_failure: Arc::new(|_| true),
+            error_handler: None,
+            shutdown_timeout: Duration::from_secs(8),
+            forwarder_interval: Duration::from_secs(5),
+            task_check_interval: Duration::from_secs(1),
+            janitor_interval: Duration::from_secs(8),
+            janitor_batch_size: 100,
+            recoverer_interval: Duration::from_secs(60),
+            heartbeat_interval: Duration::from_secs(5),
+            syncer_interval: Duration::from_secs(5),
+            health_check_func: None,
+            health_check_interval: Duration::from_secs(15),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("concurrency", &self.concurrency)
+            .field("queues", &self.queues)
+            .field("strict_priority", &self.strict_priority)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stops a running [`Server`] from another task (Go `Server.Stop` /
+/// `Server.Shutdown`). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ShutdownHandle {
+    shutdown: CancellationToken,
+    stop: CancellationToken,
+    status: heartbeat::SharedStatus,
+}
+
+impl ShutdownHandle {
+    /// Stops taking new tasks; running ones finish normally and the server
+    /// reports status `stopped` (Go `Server.Stop`).
+    pub fn stop(&self) {
+        *self.status.lock().expect("status lock") = ServerStatus::Stopped;
+        self.stop.cancel();
+    }
+
+    /// Starts a graceful shutdown: [`Server::run`] returns once it is done
+    /// (Go `Server.Shutdown`).
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Runs handlers on tasks from Redis, with the forwarder, recoverer,
+/// janitor, heartbeat, syncer, subscriber and (optional) health check beside
+/// them (Go `asynq.Server`).
+///
+/// ```no_run
+/// use asynqdeck::server::{Config, Server, ServeMux, SkipRetry, TaskContext};
+/// use asynqdeck::Task;
+/// # async fn demo() -> asynqdeck::Result<()> {
+/// let mut mux = ServeMux::new();
+/// mux.handle_fn("email:send", |_ctx: TaskContext, task: Task| async move {
+///     if task.payload().is_empty() {
+///         return Err(anyhow::Error::new(SkipRetry).context("empty payload"));
+///     }
+///     Ok(())
+/// });
+/// let config = Config { concurrency: 10, ..Config::default() };
+/// Server::connect("redis://127.0.0.1:6379/0", config).await?.run(mux).await
+/// # }
+/// ```
+pub struct Server {
+    broker: Broker,
+    config: Config,
+    handle: ShutdownHandle,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Connects to Redis at `url`. Errors with [`Error::Redis`](crate::Error::Redis)
+    /// when Redis cannot be reached.
+    pub async fn connect(url: &str, config: Config) -> Result<Self> {
+        Ok(Server::new(Broker::connect(url).await?, config))
+    }
+
+    /// A server on an existing broker connection.
+    pub fn new(broker: Broker, config: Config) -> Self {
+        Server {
+            broker,
+            config,
+            handle: ShutdownHandle {
+                shutdown: CancellationToken::new(),
+                stop: CancellationToken::new(),
+                status: Arc::new(std::sync::Mutex::new(ServerStatus::Active)),
+            },
+        }
+    }
+
+    /// A handle that stops or shuts down this server from elsewhere.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.handle.clone()
+    }
+
+    /// Runs until SIGINT or SIGTERM, or until [`ShutdownHandle::shutdown`],
+    /// then shuts down gracefully (Go `Server.Run`). Errors with
+    /// [`Error::Redis`](crate::Error::Redis) when Redis is unreachable at start.
+    pub async fn run(self, handler: impl Handler) -> Result<()> {
+        self.run_until(handler, shutdown_signal()).await
+    }
+
+    /// Like [`Server::run`], but also shuts down when `signal` completes.
+    ///
+    /// Shutdown order (Go `Server.Shutdown`): the forwarder stops, the
+    /// processor stops taking tasks and waits up to `shutdown_timeout` for
+    /// running handlers, then cancels the rest and puts their tasks back at
+    /// the front of pending without counting a retry; then the recoverer,
+    /// syncer (one last attempt), subscriber, janitor and health check stop;
+    /// the heartbeat stops last and removes the server's state from Redis.
+    pub async fn run_until(
+        self,
+        handler: impl Handler,
+        signal: impl Future<Output = ()> + Send,
+    ) -> Result<()> {
+        self.broker.ping().await?;
+        let c = &self.config;
+        let order = processor::QueueOrder::new(&c.queues, c.strict_priority);
+        let queues = order.names();
+        let queue_map: BTreeMap<String, i32> = c
+            .queues
+            .iter()
+            .filter(|(q, _)| queues.contains(q))
+            .map(|(q, p)| (q.clone(), *p))
+            .collect();
+        let inflight = Arc::new(inflight::InFlight::default());
+        let (sync_tx, sync_rx) = tokio::sync::mpsc::unbounded_channel();
+
+        let heartbeat_token = CancellationToken::new();
+        let heartbeat = heartbeat::Heartbeat::new(
+            self.broker.clone(),
+            heartbeat::HeartbeatConfig {
+                interval: c.heartbeat_interval,
+                concurrency: c.concurrency as i32,
+                queues: queue_map,
+                strict_priority: c.strict_priority,
+            },
+            inflight.clone(),
+            self.handle.status.clone(),
+        );
+        let heartbeat_task = tokio::spawn(heartbeat.run(heartbeat_token.clone()));
+
+        let forwarder_token = CancellationToken::new();
+        let forwarder =
+            forwarder::Forwarder::new(self.broker.clone(), queues.clone(), c.forwarder_interval);
+        let forwarder_task = tokio::spawn(forwarder.run(forwarder_token.clone()));
+
+        // The rest stop together after the processor.
+        let rest = CancellationToken::new();
+        let mut others = vec![
+            tokio::spawn(
+                recoverer::Recoverer::new(
+                    self.broker.clone(),
+                    queues.clone(),
+                    c.recoverer_interval,
+                    c.retry_delay_func.clone(),
+                    c.is_failure.clone(),
+                )
+                .run(rest.clone()),
+            ),
+            tokio::spawn(
+                syncer::Syncer::new(self.broker.clone(), sync_rx, c.syncer_interval)
+                    .run(rest.clone()),
+            ),
+            tokio::spawn(
+                subscriber::Subscriber::new(
+                    self.broker.clone(),
+                    inflight.clone(),
+                    subscriber::DEFAULT_RESUBSCRIBE_WAIT,
+                )
+                .run(rest.clone()),
+            ),
+            tokio::spawn(
+                janitor::Janitor::new(
+                    self.broker.clone(),
+                    queues.clone(),
+                    c.janitor_interval,
+                    c.janitor_batch_size,
+                )
+                .run(rest.clone()),
+            ),
+        ];
+        if let Some(f) = &c.health_check_func {
+            others.push(tokio::spawn(
+                healthcheck::HealthChecker::new(
+                    self.broker.clone(),
+                    c.health_check_interval,
+                    f.clone(),
+                )
+                .run(rest.clone()),
+            ));
+        }
+
+        let processor = processor::Processor {
+            shared: Arc::new(processor::Shared {
+                broker: self.broker.clone(),
+                handler: Arc::new(handler),
+                retry_delay_func: c.retry_delay_func.clone(),
+                is_failure: c.is_failure.clone(),
+                error_handler: c.error_handler.clone(),
+                inflight: inflight.clone(),
+                syncer: sync_tx,
+            }),
+            queues: order,
+            concurrency: c.concurrency.max(1),
+            task_check_interval: c.task_check_interval,
+        };
+        let fetch_stop = CancellationToken::new();
+        let processor_task = tokio::spawn(processor.run(
+            fetch_stop.clone(),
+            self.handle.stop.clone(),
+            c.shutdown_timeout,
+        ));
+        tracing::info!(queues = ?queues, concurrency = c.concurrency, "server started");
+
+        tokio::select! {
+            _ = signal => {}
+            _ = self.handle.shutdown.cancelled() => {}
+        }
+        tracing::info!("server shutting down");
+        forwarder_token.cancel();
+        fetch_stop.cancel();
+        let _ = processor_task.await;
+        let _ = forwarder_task.await;
+        rest.cancel();
+        for t in others {
+            let _ = t.await;
+        }
+        heartbeat_token.cancel();
+        let _ = heartbeat_task.await;
+        tracing::info!("server stopped");
+        Ok(())
+    }
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

@@ -5,7 +5,9 @@
 //! outcome (done, complete, retry, archive). The syncer tries it again every
 //! interval until it succeeds or its deadline (the task's lease end) passes;
 //! after that the recoverer owns the task and the request is dropped with a
-//! warning. At shutdown each pending request gets one last attempt.
+//! warning. A write Redis refuses (NOT FOUND: another server recovered the
+//! task) is dropped at once. At shutdown each pending request gets one last
+//! attempt.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -74,6 +76,11 @@ pub struct SyncOutcome {
     pub pending: usize,
     /// Requests dropped because their deadline had passed (not tried).
     pub dropped: usize,
+    /// Requests dropped because Redis refused the write (any error but
+    /// [`Error::Redis`](crate::Error::Redis), e.g.
+    /// [`Error::TaskNotFound`](crate::Error::TaskNotFound) once another
+    /// server recovered the task): trying again cannot help.
+    pub refused: usize,
 }
 
 /// Retries failed writes until they succeed or expire.
@@ -125,8 +132,9 @@ impl Syncer {
     }
 
     /// One pass: takes the newly sent requests, drops (with a warning) those
-    /// whose deadline is before now, tries each other one once and keeps the
-    /// ones that fail (logged at warn).
+    /// whose deadline is before now, tries each other one once, keeps the
+    /// ones that fail with [`Error::Redis`](crate::Error::Redis) and drops
+    /// (with a warning) the ones refused with any other error.
     pub async fn tick(&self) -> SyncOutcome {
         self.attempt(false).await
     }
@@ -169,6 +177,10 @@ impl Syncer {
             }
             match (req.op)().await {
                 Ok(()) => out.succeeded += 1,
+                Err(e) if !e.is_redis_unavailable() => {
+                    tracing::warn!(what = %req.what, error = %e, "syncer: write refused; dropping it");
+                    out.refused += 1;
+                }
                 Err(e) => {
                     if last {
                         tracing::warn!(what = %req.what, error = %e, "syncer: last attempt failed; dropping the write");

@@ -1,0 +1,628 @@
+//! Dequeues tasks, runs their handlers and writes each outcome. Go:
+//! `processor.go` (wire spec §7.2–7.4; S5–S7, S15, S19–S27).
+//!
+//! Shape: one fetch loop holds a semaphore of `concurrency` permits. When
+//! permits are free it leases up to that many tasks in one script call per
+//! queue (in weighted-random or strict order), spawns one worker per task,
+//! and when every queue is empty waits `task_check_interval` before looking
+//! again. A worker runs the handler under the task's deadline, its
+//! cancellation token and a panic guard, then decides (Go's decision tree):
+//!
+//! 1. the error handler runs for every failure;
+//! 2. [`RevokeTask`](super::RevokeTask) → done, no retry, no archive (S23);
+//! 3. Retried ≥ MaxRetry, or [`SkipRetry`](super::SkipRetry) → archive with
+//!    LastErr; the retry delay function is not called (S6, S15, S19, S20);
+//! 4. otherwise → retry at now + delay(Retried, err, task); `is_failure`
+//!    false retries without counting (S24).
+//!
+//! Success without retention goes to the acker, which finishes every success
+//! it has in hand with one script call per queue; with retention the task is
+//! kept as completed. No write happens once the local lease has lapsed: the
+//! recoverer owns the task then. A failed write goes to the syncer.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::FutureExt;
+use rand::seq::SliceRandom;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::inflight::{CancelReason, InFlight, Running};
+use super::lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
+use super::syncer::SyncRequest;
+use super::{ErrorHandler, Handler, IsFailureFunc, RetryDelayFunc, TaskContext, TaskError};
+use crate::broker::proto::WireTask;
+use crate::broker::{Broker, LEASE_DURATION};
+use crate::task::{DEFAULT_TIMEOUT, Task};
+
+/// Most successes the acker finishes in one script call.
+const ACK_BATCH: usize = 256;
+
+/// The order queues are tried in (Go `processor.queues`).
+#[derive(Clone, Debug)]
+pub(crate) enum QueueOrder {
+    /// Highest priority first, fixed (Go StrictPriority).
+    Strict(Vec<String>),
+    /// A fresh weighted-random order for every fetch: each queue appears
+    /// priority/gcd times, shuffled, first occurrences kept.
+    Weighted(Vec<(String, u32)>),
+}
+
+impl QueueOrder {
+    /// Builds the order from queue → priority (priorities ≤ 0 and blank names dropped).
+    pub fn new(queues: &std::collections::BTreeMap<String, i32>, strict: bool) -> Self {
+        let mut qs: Vec<(String, u32)> = queues
+            .iter()
+            .filter(|(q, p)| !q.trim().is_empty() && **p > 0)
+            .map(|(q, p)| (q.clone(), *p as u32))
+            .collect();
+        if strict {
+            qs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            QueueOrder::Strict(qs.into_iter().map(|(q, _)| q).collect())
+        } else {
+            let g = qs.iter().fold(0, |g, (_, p)| gcd(g, *p)).max(1);
+            QueueOrder::Weighted(qs.into_iter().map(|(q, p)| (q, p / g)).collect())
+        }
+    }
+
+    /// The order for one fetch.
+    pub fn order(&self) -> Vec<String> {
+        match self {
+            QueueOrder::Strict(qs) => qs.clone(),
+            QueueOrder::Weighted(qs) if qs.len() == 1 => vec![qs[0].0.clone()],
+            QueueOrder::Weighted(qs) => {
+                let mut slots: Vec<&str> = qs
+                    .iter()
+                    .flat_map(|(q, p)| std::iter::repeat_n(q.as_str(), *p as usize))
+                    .collect();
+                slots.shuffle(&mut rand::rng());
+                let mut out: Vec<String> = Vec::with_capacity(qs.len());
+                for q in slots {
+                    if !out.iter().any(|o| o == q) {
+                        out.push(q.to_string());
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// Every queue name.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            QueueOrder::Strict(qs) => qs.clone(),
+            QueueOrder::Weighted(qs) => qs.iter().map(|(q, _)| q.clone()).collect(),
+        }
+    }
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The context deadline of a task dequeued at `now` (Go `computeDeadline`,
+/// wire spec §7.3): timeout and deadline both unset → now + 30 min; both set
+/// → the earlier of now + timeout and the deadline, in whole seconds; only a
+/// timeout → now + timeout; only a deadline → that second.
+pub(crate) fn compute_deadline(
+    timeout_s: i64,
+    deadline_s: i64,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    let secs = |s: i64| chrono::Duration::seconds(s);
+    match (timeout_s, deadline_s) {
+        (0, 0) => now + chrono::Duration::from_std(DEFAULT_TIMEOUT).expect("30 min"),
+        (t, 0) => now + secs(t),
+        (0, d) => DateTime::from_timestamp(d, 0).unwrap_or(now),
+        (t, d) => {
+            let s = (now.timestamp() + t).min(d);
+            DateTime::from_timestamp(s, 0).unwrap_or(now)
+        }
+    }
+}
+
+/// Everything a worker needs, shared by all workers of a server.
+pub(crate) struct Shared {
+    pub broker: Broker,
+    pub handler: Arc<dyn Handler>,
+    pub retry_delay_func: RetryDelayFunc,
+    pub is_failure: IsFailureFunc,
+    pub error_handler: Option<ErrorHandler>,
+    pub inflight: Arc<InFlight>,
+    pub syncer: mpsc::UnboundedSender<SyncRequest>,
+}
+
+/// The fetch loop and its settings.
+pub(crate) struct Processor {
+    pub shared: Arc<Shared>,
+    pub queues: QueueOrder,
+    pub concurrency: usize,
+    pub task_check_interval: Duration,
+}
+
+impl Processor {
+    /// Fetches and runs tasks until `stop` is cancelled, then waits for the
+    /// running workers: up to `shutdown_timeout`, after which every task
+    /// still running is cancelled and requeued (Go `processor.shutdown`).
+    /// Once `pause` is cancelled (Go `Server.Stop`) no new task is taken but
+    /// running ones finish normally.
+    pub async fn run(
+        self,
+        stop: CancellationToken,
+        pause: CancellationToken,
+        shutdown_timeout: Duration,
+    ) {
+        install_panic_hook();
+        let sem = Arc::new(Semaphore::new(self.concurrency.max(1)));
+        let (ack_tx, ack_rx) = mpsc::unbounded_channel();
+        let acker = tokio::spawn(ack_loop(self.shared.clone(), ack_rx));
+        let waker = Waker::start(
+            &self.shared.broker,
+            &self.queues.names(),
+            self.task_check_interval,
+            &stop,
+        )
+        .await;
+        let mut workers = tokio::task::JoinSet::new();
+        loop {
+            if pause.is_cancelled() {
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tokio::time::sleep(self.task_check_interval) => continue,
+                }
+            }
+            let permit = tokio::select! {
+                _ = stop.cancelled() => break,
+                p = sem.clone().acquire_owned() => p.expect("semaphore open"),
+            };
+            // Take every other free permit too: one script call leases a batch.
+            let extra = sem.available_permits();
+            let mut permits = permit;
+            if extra > 0
+                && let Ok(more) = sem.clone().try_acquire_many_owned(extra as u32)
+            {
+                permits.merge(more);
+            }
+            let leased = self.fetch(permits.num_permits()).await;
+            if leased.is_empty() {
+                drop(permits);
+                waker.arm();
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = waker.woken() => {}
+                    _ = tokio::time::sleep(self.task_check_interval) => {}
+                }
+                continue;
+            }
+            for (task, lease_until) in leased {
+                let permit = permits
+                    .split(1)
+                    .unwrap_or_else(|| unreachable!("one permit per leased task"));
+                let shared = self.shared.clone();
+                let ack = ack_tx.clone();
+                workers.spawn(async move {
+                    run_task(shared, task, lease_until, ack).await;
+                    drop(permit);
+                });
+            }
+            while workers.try_join_next().is_some() {}
+        }
+        drop(ack_tx);
+        let drained = tokio::time::timeout(shutdown_timeout, async {
+            while workers.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            for running in self.shared.inflight.snapshot() {
+                running.cancel_with(CancelReason::Shutdown);
+            }
+            while workers.join_next().await.is_some() {}
+        }
+        let _ = acker.await;
+    }
+
+    /// Leases up to `max` tasks, trying queues in this fetch's order.
+    async fn fetch(&self, max: usize) -> Vec<(WireTask, DateTime<Utc>)> {
+        let mut out = Vec::new();
+        for queue in self.queues.order() {
+            if out.len() >= max {
+                break;
+            }
+            let lease_until = self.shared.broker.now()
+                + chrono::Duration::from_std(LEASE_DURATION).expect("30 s");
+            match self
+                .shared
+                .broker
+                .dequeue(&queue, max - out.len(), lease_until)
+                .await
+            {
+                Ok(tasks) => {
+                    for t in tasks {
+                        match t {
+                            Ok(task) => out.push((task, lease_until)),
+                            // Left active: its lease lapses and it shows as an
+                            // orphaned, undecodable row in the dashboard.
+                            Err((id, err)) => {
+                                tracing::error!(queue, id, %err, "dequeued task cannot be decoded")
+                            }
+                        }
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(queue, %err, "dequeue failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Wakes the idle fetch loop as soon as any queue has pending work: one
+/// blocking [`PendingWaiter`](crate::broker::PendingWaiter) per queue,
+/// armed each time a fetch comes back empty. Without it (Redis < 6.2) the
+/// loop polls every `task_check_interval`, as Go does.
+struct Waker {
+    arm: Arc<tokio::sync::Notify>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl Waker {
+    async fn start(
+        broker: &Broker,
+        queues: &[String],
+        interval: Duration,
+        stop: &CancellationToken,
+    ) -> Waker {
+        let waker = Waker {
+            arm: Arc::new(tokio::sync::Notify::new()),
+            wake: Arc::new(tokio::sync::Notify::new()),
+        };
+        for queue in queues {
+            let mut waiter = match broker.pending_waiter(queue).await {
+                Ok(Some(w)) => w,
+                Ok(None) => {
+                    tracing::info!("Redis < 6.2: idle workers poll every {interval:?}");
+                    break;
+                }
+                Err(err) => {
+                    tracing::warn!(queue, %err, "no blocking wake-up; polling instead");
+                    continue;
+                }
+            };
+            let (arm, wake, stop) = (waker.arm.clone(), waker.wake.clone(), stop.clone());
+            tokio::spawn(async move {
+                loop {
+                    let round = async {
+                        arm.notified().await;
+                        match waiter.wait(interval).await {
+                            Ok(true) => wake.notify_one(),
+                            Ok(false) => {}
+                            Err(err) => {
+                                tracing::warn!(%err, "pending waiter failed");
+                                tokio::time::sleep(interval).await;
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = round => {}
+                    }
+                }
+            });
+        }
+        waker
+    }
+
+    /// Lets every waiter block on its queue once more.
+    fn arm(&self) {
+        self.arm.notify_waiters();
+    }
+
+    /// Completes when a waiter saw pending work.
+    async fn woken(&self) {
+        self.wake.notified().await;
+    }
+}
+
+/// What a worker hands to the acker: a success to finish with `done`.
+struct Ack {
+    task: WireTask,
+    lease_until: DateTime<Utc>,
+}
+
+/// Finishes successes in batches: whatever is in hand (up to ACK_BATCH),
+/// one `done` script call per queue. Ends when every sender is gone.
+async fn ack_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Ack>) {
+    let mut batch = Vec::with_capacity(ACK_BATCH);
+    while rx.recv_many(&mut batch, ACK_BATCH).await > 0 {
+        let now = shared.broker.now();
+        let mut by_queue: HashMap<String, Vec<Ack>> = HashMap::new();
+        for ack in batch.drain(..) {
+            if ack.lease_until < now {
+                tracing::warn!(
+                    id = ack.task.msg.id,
+                    "lease lapsed; leaving the task to the recoverer"
+                );
+                continue;
+            }
+            by_queue
+                .entry(ack.task.msg.queue.clone())
+                .or_default()
+                .push(ack);
+        }
+        for (queue, acks) in by_queue {
+            let msgs: Vec<_> = acks.iter().map(|a| &a.task.msg).collect();
+            match shared.broker.done(&queue, &msgs).await {
+                Ok(outcomes) => {
+                    for (a, o) in acks.iter().zip(outcomes) {
+                        if o != crate::broker::DoneOutcome::Done {
+                            tracing::warn!(id = a.task.msg.id, outcome = ?o, "done found the task moved");
+                        }
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(queue, %err, "done failed; handing to the syncer");
+                    for a in acks {
+                        let broker = shared.broker.clone();
+                        let msg = a.task.msg.clone();
+                        let _ = shared.syncer.send(SyncRequest::new(
+                            format!("done {}", msg.id),
+                            a.lease_until,
+                            move || {
+                                let broker = broker.clone();
+                                let msg = msg.clone();
+                                async move { broker.done(&msg.queue, &[&msg]).await.map(|_| ()) }
+                                    .boxed()
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs one task to its outcome and writes it.
+async fn run_task(
+    shared: Arc<Shared>,
+    task: WireTask,
+    lease_until: DateTime<Utc>,
+    ack: mpsc::UnboundedSender<Ack>,
+) {
+    let now = shared.broker.now();
+    let msg = &task.msg;
+    let deadline = compute_deadline(msg.timeout, msg.deadline, now);
+    let running = Arc::new(Running::new(task.clone(), now, deadline, lease_until));
+    shared.inflight.insert(running.clone());
+    let ctx = TaskContext::new(
+        msg.id.clone(),
+        msg.queue.clone(),
+        msg.retried.max(0) as u32,
+        msg.retry.max(0) as u32,
+        deadline,
+        running.cancel.clone(),
+        shared.broker.clone(),
+    );
+    let user_task =
+        Task::new(msg.r#type.clone(), msg.payload.clone()).with_headers(msg.headers.clone());
+
+    let result: Result<(), TaskError> = if deadline <= now {
+        Err(DeadlineExceeded.into())
+    } else {
+        let until_deadline = (deadline - now).to_std().unwrap_or_default();
+        let handler = AssertUnwindSafe(shared.handler.process_task(ctx.clone(), user_task.clone()));
+        tokio::select! {
+            r = handler.catch_unwind() => r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location()))),
+            _ = tokio::time::sleep(until_deadline) => Err(DeadlineExceeded.into()),
+            _ = running.cancel.cancelled() => Err(match running.cancel_reason() {
+                Some(CancelReason::LeaseExpired) => LeaseExpired.into(),
+                _ => ContextCanceled.into(),
+            }),
+        }
+    };
+    // Handler code listening on the token stops with the task.
+    running.cancel.cancel();
+    shared.inflight.remove(&msg.id);
+
+    if running.cancel_reason() == Some(CancelReason::Shutdown) {
+        requeue(&shared, &running).await;
+        return;
+    }
+    match result {
+        Ok(()) if msg.retention > 0 => {
+            let w = running.clone();
+            write(&shared, &running, "mark_as_complete", move |b| {
+                let t = w.task.clone();
+                async move { b.mark_as_complete(&t).await }.boxed()
+            })
+            .await;
+        }
+        Ok(()) => {
+            let _ = ack.send(Ack {
+                task,
+                lease_until: running.lease_until(),
+            });
+        }
+        Err(err) => fail(&shared, &running, &ctx, user_task, err, ack).await,
+    }
+}
+
+async fn requeue(shared: &Shared, running: &Arc<Running>) {
+    if !running.lease_valid(shared.broker.now()) {
+        return;
+    }
+    if let Err(err) = shared.broker.requeue(&running.task.msg).await {
+        tracing::warn!(id = running.task.msg.id, %err, "requeue at shutdown failed");
+    }
+}
+
+/// The failure path (wire spec §7.4 decision tree).
+async fn fail(
+    shared: &Shared,
+    running: &Arc<Running>,
+    ctx: &TaskContext,
+    task: Task,
+    err: TaskError,
+    ack: mpsc::UnboundedSender<Ack>,
+) {
+    if let Some(h) = &shared.error_handler {
+        h(ctx, &task, &err);
+    }
+    let msg = &running.task.msg;
+    if !running.lease_valid(shared.broker.now()) {
+        tracing::warn!(
+            id = msg.id,
+            "lease lapsed; leaving the task to the recoverer"
+        );
+        return;
+    }
+    if super::is_revoke_task(&err) {
+        let _ = ack.send(Ack {
+            task: running.task.clone(),
+            lease_until: running.lease_until(),
+        });
+        return;
+    }
+    let text = super::error_text(&err);
+    if msg.retried >= msg.retry || super::is_skip_retry(&err) {
+        let w = running.clone();
+        write(shared, running, "archive", move |b| {
+            let (t, text) = (w.task.clone(), text.clone());
+            async move { b.archive(&t, &text).await }.boxed()
+        })
+        .await;
+        return;
+    }
+    let is_failure = (shared.is_failure)(&err);
+    let delay = (shared.retry_delay_func)(msg.retried.max(0) as u32, &err, &task);
+    let retry_at =
+        shared.broker.now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
+    let w = running.clone();
+    write(shared, running, "retry", move |b| {
+        let (t, text) = (w.task.clone(), text.clone());
+        async move { b.retry(&t, retry_at, &text, is_failure).await }.boxed()
+    })
+    .await;
+}
+
+/// Runs one outcome write; on a Redis error hands it to the syncer, which
+/// retries until the lease ends. A NOT FOUND means another server already
+/// recovered the task and is only logged.
+async fn write<F>(shared: &Shared, running: &Arc<Running>, what: &str, op: F)
+where
+    F: Fn(Broker) -> futures_util::future::BoxFuture<'static, crate::Result<()>>
+        + Send
+        + Sync
+        + 'static,
+{
+    match op(shared.broker.clone()).await {
+        Ok(()) => {}
+        Err(crate::Error::Redis(err)) => {
+            tracing::warn!(id = running.task.msg.id, %err, "{what} failed; handing to the syncer");
+            let broker = shared.broker.clone();
+            let _ = shared.syncer.send(SyncRequest::new(
+                format!("{what} {}", running.task.msg.id),
+                running.lease_until(),
+                move || op(broker.clone()),
+            ));
+        }
+        Err(err) => tracing::warn!(id = running.task.msg.id, %err, "{what} skipped"),
+    }
+}
+
+thread_local! {
+    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Records each panic's `file:line` for the worker that catches it (the
+/// handler runs on the thread that polls it, where `catch_unwind` reads it
+/// back). Chains to the previous hook, so panics are still printed.
+fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(loc) = info.location() {
+                let text = format!("{}:{}", loc.file(), loc.line());
+                PANIC_LOCATION.with(|l| *l.borrow_mut() = Some(text));
+            }
+            previous(info);
+        }));
+    });
+}
+
+fn take_panic_location() -> Option<String> {
+    PANIC_LOCATION.with(|l| l.borrow_mut().take())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(s, 500_000_000).unwrap()
+    }
+
+    /// Go computeDeadline (wire spec §7.3), each branch.
+    #[test]
+    fn deadline_rules() {
+        let now = at(1_000);
+        assert_eq!(
+            compute_deadline(0, 0, now),
+            now + chrono::Duration::minutes(30)
+        );
+        assert_eq!(
+            compute_deadline(60, 0, now),
+            now + chrono::Duration::seconds(60)
+        );
+        assert_eq!(compute_deadline(0, 5_000, now).timestamp(), 5_000);
+        assert_eq!(
+            compute_deadline(60, 5_000, now),
+            DateTime::from_timestamp(1_060, 0).unwrap()
+        );
+        assert_eq!(
+            compute_deadline(60, 1_010, now),
+            DateTime::from_timestamp(1_010, 0).unwrap()
+        );
+    }
+
+    /// Weighted order: a queue comes first with probability priority/Σ
+    /// (Go's shuffle of priority copies); strict order is fixed.
+    #[test]
+    fn queue_order() {
+        let qs = [
+            ("critical".to_string(), 6),
+            ("default".to_string(), 3),
+            ("low".to_string(), 1),
+        ]
+        .into();
+        let strict = QueueOrder::new(&qs, true);
+        assert_eq!(strict.order(), ["critical", "default", "low"]);
+        let weighted = QueueOrder::new(&qs, false);
+        let mut firsts: HashMap<String, u32> = HashMap::new();
+        for _ in 0..10_000 {
+            let o = weighted.order();
+            assert_eq!(o.len(), 3);
+            *firsts.entry(o[0].clone()).or_default() += 1;
+        }
+        let share = |q: &str| f64::from(firsts[q]) / 10_000.0;
+        assert!((share("critical") - 0.6).abs() < 0.03, "{firsts:?}");
+        assert!((share("default") - 0.3).abs() < 0.03, "{firsts:?}");
+        assert!((share("low") - 0.1).abs() < 0.03, "{firsts:?}");
+        let dropped = QueueOrder::new(
+            &[
+                ("x".to_string(), 0),
+                (" ".to_string(), 2),
+                ("y".to_string(), 4),
+            ]
+            .into(),
+            false,
+        );
+        assert_eq!(dropped.names(), ["y"]);
+    }
+}

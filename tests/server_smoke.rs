@@ -1,0 +1,106 @@
+//! Server end to end on a real Redis: success, retry, archive, revoke.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use asynqdeck::server::{Config, RevokeTask, ServeMux, Server, SkipRetry, TaskContext};
+use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
+
+use crate::support;
+
+/// A handler that always fails with MaxRetry(3) is tried 4 times and ends
+/// archived with Retried 3 and the last error (S1, S15); zero delay makes each
+/// retry due at the next forwarder poll (S7).
+#[tokio::test]
+async fn always_failing_task_is_tried_max_retry_plus_one_times() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let mut mux = ServeMux::new();
+    let c = calls.clone();
+    mux.handle_fn("fail", move |ctx: TaskContext, _t: Task| {
+        let c = c.clone();
+        async move {
+            let n = c.fetch_add(1, Ordering::SeqCst);
+            assert_eq!(ctx.retry_count(), n, "S26 retry count");
+            Err(anyhow::anyhow!("attempt {n} failed"))
+        }
+    });
+    mux.handle_fn("ok", |_ctx: TaskContext, _t: Task| async { Ok(()) });
+    mux.handle_fn("skip", |_ctx: TaskContext, _t: Task| async {
+        Err(anyhow::Error::new(SkipRetry).context("bad payload"))
+    });
+    mux.handle_fn("revoke", |_ctx: TaskContext, _t: Task| async {
+        Err(RevokeTask.into())
+    });
+    let config = Config {
+        concurrency: 4,
+        forwarder_interval: Duration::from_millis(100),
+        retry_delay_func: Arc::new(|_, _, _| Duration::ZERO),
+        ..Config::default()
+    };
+    let server = Server::connect(&db.url(), config).await.unwrap();
+    let handle = server.shutdown_handle();
+    let run = tokio::spawn(server.run_until(mux, std::future::pending()));
+
+    let f = client
+        .enqueue(
+            &Task::new("fail", b"x".to_vec()),
+            EnqueueOptions::new().max_retry(3),
+        )
+        .await
+        .unwrap();
+    let ok = client
+        .enqueue(&Task::new("ok", b"x".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let s = client
+        .enqueue(&Task::new("skip", b"x".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let r = client
+        .enqueue(&Task::new("revoke", b"x".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+
+    let archived = support::eventually(Duration::from_secs(10), || {
+        let inspector = inspector.clone();
+        let id = f.id.clone();
+        async move {
+            let t = inspector.get_task_info("default", &id).await.ok()?;
+            (t.state == TaskState::Archived).then_some(t)
+        }
+    })
+    .await
+    .expect("archived");
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    assert_eq!(
+        (archived.retried, archived.last_err.as_str()),
+        (3, "attempt 3 failed")
+    );
+    let skipped = inspector.get_task_info("default", &s.id).await.unwrap();
+    assert_eq!(
+        (skipped.state, skipped.retried, skipped.last_err.as_str()),
+        (
+            TaskState::Archived,
+            0,
+            "bad payload: skip retry for the task"
+        )
+    );
+    assert!(
+        inspector.get_task_info("default", &ok.id).await.is_err(),
+        "done tasks are deleted"
+    );
+    assert!(
+        inspector.get_task_info("default", &r.id).await.is_err(),
+        "revoked tasks leave no trace"
+    );
+    let stats = inspector.queue_info("default").await.unwrap();
+    // fail: 4 attempts (3 retries + archive), skip: 1, ok: 1, revoke: 1 → processed 7, failed 5.
+    assert_eq!((stats.processed, stats.failed), (7, 5));
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+    assert!(inspector.servers().await.unwrap().is_empty());
+}
