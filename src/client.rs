@@ -85,7 +85,8 @@ impl Client {
             Some(ProcessAt::In(d)) => now + chrono_duration(d),
         };
         let timeout = opts.timeout.unwrap_or_default();
-        // Go applies the default only when neither option is non-zero.
+        // Go applies the default only when neither option is non-zero, so a
+        // sub-second timeout alone stores 0 (Go quirk kept: COMPATIBILITY.md#c4).
         let timeout_s = if timeout.is_zero() && opts.deadline.is_none() {
             DEFAULT_TIMEOUT.as_secs() as i64
         } else {
@@ -112,6 +113,8 @@ impl Client {
             completed_at: 0,
         };
 
+        // A future process time wins over a group, and the scheduled hash gets
+        // no group field (Go quirk kept: COMPATIBILITY.md#c3).
         let (target, state, next) = if process_at > now {
             (
                 EnqueueTarget::Scheduled(process_at),

@@ -37,6 +37,7 @@ pub mod error;
 pub mod inspector;
 pub mod server;
 pub mod task;
+pub mod web;
 
 pub use client::Client;
 pub use error::{Error, Result};

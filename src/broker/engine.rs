@@ -20,7 +20,8 @@ pub const LEASE_DURATION: Duration = Duration::from_secs(30);
 pub const STATS_TTL: Duration = Duration::from_secs(90 * 24 * 3600);
 /// Tasks moved per forwarder script call (Go: 100).
 pub const FORWARD_BATCH: usize = 100;
-/// Most expired leases one recoverer pass reads per queue.
+/// Most expired leases one recoverer pass reads per queue (Go: no limit).
+// asynq divergence: COMPATIBILITY.md#w5
 pub const RECOVER_BATCH: usize = 1000;
 
 const MAX_I64: i64 = i64::MAX;
@@ -47,6 +48,7 @@ impl Broker {
     /// (whole unix s on the wire). Returns nothing when the queue is paused
     /// or empty. A task whose msg does not decode is returned as an error
     /// entry so the caller can archive it; it stays active until then.
+    // asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w3
     pub async fn dequeue(
         &self,
         queue: &str,
@@ -75,6 +77,7 @@ impl Broker {
     /// from active and lease, deletes its hash, releases its unique lock if it
     /// still holds it, and counts the finished ones as processed. One script
     /// call for the whole batch. Returns one outcome per task, in order.
+    // asynq divergence: COMPATIBILITY.md#w1
     pub async fn done(&self, queue: &str, tasks: &[&TaskMessage]) -> Result<Vec<DoneOutcome>> {
         if tasks.is_empty() {
             return Ok(Vec::new());
@@ -226,6 +229,8 @@ impl Broker {
     }
 
     fn lease_reply(&self, op: &str, code: i64, msg: &TaskMessage) -> Result<()> {
+        // -2 is mark_complete's "already completed" (Go: INTERNAL).
+        // asynq divergence: COMPATIBILITY.md#w7
         match code {
             1 => Ok(()),
             -2..=0 => Err(Error::TaskNotFound {
@@ -256,6 +261,8 @@ impl Broker {
                     .invoke_async(&mut self.conn())
                     .await?;
                 moved += n;
+                // Go loops until a batch moves 0.
+                // asynq divergence: COMPATIBILITY.md#w6
                 if n < FORWARD_BATCH as u64 {
                     break;
                 }
@@ -282,7 +289,9 @@ impl Broker {
 
     /// Messages of active tasks of `queue` whose lease expired at or before
     /// `cutoff` (Go `ListLeaseExpired`), at most [`RECOVER_BATCH`]. Entries
-    /// that do not decode are returned as errors with their key.
+    /// that do not decode are returned as errors with their key (Go fails the
+    /// whole call).
+    // asynq divergence: COMPATIBILITY.md#w3, COMPATIBILITY.md#w5
     pub async fn list_lease_expired(
         &self,
         queue: &str,
@@ -316,6 +325,7 @@ impl Broker {
                 .invoke_async(&mut self.conn())
                 .await?;
             deleted += n;
+            // asynq divergence: COMPATIBILITY.md#w6
             if n < batch as u64 {
                 return Ok(deleted);
             }

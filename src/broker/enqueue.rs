@@ -33,6 +33,8 @@ impl Broker {
     ) -> Result<()> {
         use prost::Message;
         let mut conn = self.conn();
+        // Every time, not once per process as Go 0.25+.
+        // asynq divergence: COMPATIBILITY.md#c5
         let _: i64 = redis::cmd("SADD")
             .arg(keys::ALL_QUEUES)
             .arg(&msg.queue)

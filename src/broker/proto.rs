@@ -30,6 +30,7 @@ pub const GO_ZERO_TIME_SECONDS: i64 = -62_135_596_800;
 
 impl Timestamp {
     /// Converts to UTC; `None` for Go's zero time and for an out-of-range value.
+    // asynq divergence: COMPATIBILITY.md#p3
     pub fn to_utc(self) -> Option<chrono::DateTime<chrono::Utc>> {
         if self.seconds == GO_ZERO_TIME_SECONDS && self.nanos == 0 {
             return None;
@@ -106,6 +107,7 @@ pub struct TaskMessage {
 
 /// A decoded `TaskMessage` plus the raw bytes of any fields this version does
 /// not know, re-emitted verbatim by [`WireTask::encode`].
+// asynq divergence: COMPATIBILITY.md#p1
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct WireTask {
     /// The known fields.
@@ -151,6 +153,7 @@ fn unknown_fields(mut buf: &[u8], known: impl Fn(u32) -> bool) -> Result<Vec<u8>
             WireType::LengthDelimited => {
                 decode_varint(&mut buf).map_err(|e| e.to_string())? as usize
             }
+            // asynq divergence: COMPATIBILITY.md#p2
             WireType::StartGroup | WireType::EndGroup => {
                 return Err(format!("field {tag}: protobuf groups are not supported"));
             }

@@ -19,6 +19,7 @@ const MEMORY_TASK_SAMPLE: i64 = 20;
 const MEMORY_GROUP_SAMPLE: i64 = 5;
 /// Most days [`Broker::daily_stats`] reads (100 years), so a request
 /// cannot make it allocate without bound.
+// asynq divergence: COMPATIBILITY.md#q6
 pub(crate) const MAX_HISTORY_DAYS: usize = 36_500;
 /// Daily counter keys read per `MGET` by [`Broker::daily_stats`].
 const HISTORY_KEYS_PER_READ: usize = 100;
@@ -73,6 +74,7 @@ fn int_of(v: &Value, what: &str) -> Result<i64> {
 }
 
 /// Reads a stored decimal counter: nil is 0; anything but an integer is corrupt.
+// asynq divergence: COMPATIBILITY.md#q4
 fn counter_of(v: &Value, key: &str) -> Result<i64> {
     let bytes = match v {
         Value::Nil => return Ok(0),
@@ -126,6 +128,7 @@ impl Broker {
             .arg(keys::ALL_QUEUES)
             .query_async(&mut self.conn())
             .await?;
+        // asynq divergence: COMPATIBILITY.md#q2
         names.sort();
         Ok(names)
     }
@@ -190,6 +193,8 @@ impl Broker {
             "{}<next pending> pending_since",
             keys::task_key_prefix(queue)
         );
+        // Clamped at 0 (Go can report a negative latency under clock skew).
+        // asynq divergence: COMPATIBILITY.md#q4
         let latency = match counter_of(&pending_since, &since_key)? {
             0 => Duration::ZERO,
             ns => (now - DateTime::from_timestamp_nanos(ns))

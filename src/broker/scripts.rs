@@ -4,6 +4,10 @@
 //! falling back to loading it on NOSCRIPT. Scripts that write to the archive
 //! are prefixed with `lib/trim_archive.lua`, which defines the shared
 //! `trim_archive` function (Lua has no includes).
+//!
+//! Every script uses only commands Redis 6.0 has and answers with integer
+//! codes or data, never an error reply.
+// asynq divergence: COMPATIBILITY.md#g1, COMPATIBILITY.md#g2
 
 use std::sync::LazyLock;
 

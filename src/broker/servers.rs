@@ -25,6 +25,7 @@ const READ_CHUNK: usize = 100;
 
 /// Whole seconds of a heartbeat TTL; Go passes `ttl.Seconds()` and needs it
 /// integral, so a sub-second remainder is dropped and less than 1 s refused.
+// asynq divergence: COMPATIBILITY.md#q10
 fn ttl_seconds(ttl: Duration) -> Result<u64> {
     match ttl.as_secs() {
         0 => Err(Error::InvalidArgument(format!(
@@ -97,6 +98,7 @@ impl Broker {
     /// `DEL` of the info key and the workers hash (both keys share the
     /// `{host:pid:server id}` hash tag, so the single command is atomic).
     /// Errors: [`Error::Redis`].
+    // asynq divergence: COMPATIBILITY.md#q10
     pub async fn clear_server_state(&self, host: &str, pid: i32, server_id: &str) -> Result<()> {
         let server_key = keys::server_info_key(host, pid, server_id);
         let workers_key = keys::workers_key(host, pid, server_id);
@@ -347,6 +349,7 @@ impl Broker {
             .arg(stop)
             .query_async(&mut self.conn())
             .await?;
+        // asynq divergence: COMPATIBILITY.md#q9
         let mut events = Vec::with_capacity(members.len());
         for bytes in members {
             match proto::SchedulerEnqueueEvent::decode(&bytes[..]) {

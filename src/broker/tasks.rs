@@ -21,13 +21,15 @@ use crate::task::TaskState;
 /// The most tasks a queue's archive keeps (Go `maxArchiveSize`). Every write
 /// to the archive drops the lowest-scored (oldest) excess and deletes those
 /// tasks' hashes. Go's rank arithmetic keeps one fewer (9,999); we keep
-/// exactly this many (COMPATIBILITY.md).
+/// exactly this many.
+// asynq divergence: COMPATIBILITY.md#g3
 pub const MAX_ARCHIVE_SIZE: usize = 10_000;
 
 /// How long an archived task is kept: 90 days (Go `archivedExpirationInDays`).
 /// Every write to the archive drops, with their hashes, the tasks archived at
 /// or before now minus this span (counted as 90 × 86,400 s; Go subtracts 90
 /// calendar days in local time, which differs by an hour across DST).
+// asynq divergence: COMPATIBILITY.md#g3
 pub const ARCHIVE_RETENTION: Duration = Duration::from_secs(90 * 24 * 60 * 60);
 
 /// The list or zset holding the ids of one set of tasks of a queue.
@@ -141,6 +143,7 @@ async fn ensure_queue(broker: &Broker, queue: &str) -> Result<()> {
 
 /// Maps the codes shared by the single-task scripts that name no specific
 /// refusal: 0 missing, -3 container mismatch, -4 unknown state.
+// asynq divergence: COMPATIBILITY.md#t3
 fn task_script_error(script: &str, code: i64, queue: &str, id: &str) -> Error {
     match code {
         0 => Error::TaskNotFound {
@@ -201,6 +204,8 @@ impl Broker {
             (it.next(), it.next(), it.next(), it.next())
         {
             let id = String::from_utf8_lossy(&id.unwrap_or_default()).into_owned();
+            // Go lists a missing hash as an all-empty task and drops a msg
+            // that does not decode. asynq divergence: COMPATIBILITY.md#t1
             let Some(msg) = msg else {
                 continue; // the hash is gone: nothing to show
             };
@@ -255,6 +260,8 @@ impl Broker {
         };
         let state_text = String::from_utf8_lossy(&state.unwrap_or_default()).into_owned();
         let state: TaskState = state_text.parse().map_err(Error::FailedPrecondition)?;
+        // Go decodes an absent msg as an all-empty task.
+        // asynq divergence: COMPATIBILITY.md#t2
         let msg = msg.ok_or_else(|| Error::Corrupt {
             key: format!("{task_key} msg"),
             reason: "the task hash has no msg".to_string(),
@@ -463,7 +470,8 @@ impl Broker {
     ///
     /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
     /// [`Error::FailedPrecondition`] `cannot update task that is not in
-    /// scheduled state.` (also when msg keeps changing under us),
+    /// scheduled state.`, or `task <id> changed 5 times while its payload
+    /// was being updated; try again` when msg keeps changing under us,
     /// [`Error::Corrupt`], [`Error::Redis`].
     pub(crate) async fn update_task_payload(
         &self,
@@ -471,6 +479,8 @@ impl Broker {
         id: &str,
         payload: &[u8],
     ) -> Result<(TaskMessage, Option<i64>, Option<Vec<u8>>)> {
+        // Compare-and-set with retries; Go overwrites concurrent changes.
+        // asynq divergence: COMPATIBILITY.md#t7
         const ATTEMPTS: usize = 5;
         ensure_queue(self, queue).await?;
         let task_key = keys::task_key(queue, id);

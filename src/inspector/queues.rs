@@ -66,6 +66,7 @@ pub struct DailyStats {
     pub queue: String,
     /// The UTC date (Go keeps the instant now − i days; the date is what the
     /// counters are keyed by).
+    // asynq divergence: COMPATIBILITY.md#q6
     pub date: NaiveDate,
     /// Tasks processed that day, successes and failures; 0 when no counter.
     pub processed: i64,
@@ -82,7 +83,9 @@ pub struct GroupInfo {
     pub size: i64,
 }
 
-/// Rejects a blank queue name with Go's error.
+/// Rejects a blank queue name with Go's error (also where Go does not check:
+/// `Groups`, `DeleteQueue`).
+// asynq divergence: COMPATIBILITY.md#q1
 fn validate(queue: &str) -> Result<()> {
     keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)
 }
@@ -96,8 +99,10 @@ impl Inspector {
     }
 
     /// The queue's sizes per state, counters, pause flag, latency and memory
-    /// estimate, exactly as Go's `Inspector.GetQueueInfo` computes them (wire
-    /// spec §9.6).
+    /// estimate, as Go's `Inspector.GetQueueInfo` computes them (wire spec
+    /// §9.6), except that counters are exact integers, latency is never
+    /// negative and the memory estimate survives missing hashes
+    /// (`COMPATIBILITY.md` Q4, Q5).
     ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::Corrupt`] (a counter or `pending_since` that is not an
@@ -171,6 +176,7 @@ impl Inspector {
             .into_iter()
             .map(|(group, size)| GroupInfo { group, size })
             .collect();
+        // asynq divergence: COMPATIBILITY.md#q2
         groups.sort_by(|a, b| a.group.cmp(&b.group));
         Ok(groups)
     }

@@ -72,6 +72,7 @@ pub struct SchedulerEntry {
     /// `MaxRetry(5)`, `Queue("critical")`, `Timeout(30m0s)`. Go's inspector
     /// parses them back into options and drops the ones it cannot parse;
     /// these are all kept, unparsed.
+    // asynq divergence: COMPATIBILITY.md#q8
     pub options: Vec<String>,
     /// Next time the task will be enqueued.
     pub next_enqueue_at: Option<DateTime<Utc>>,
@@ -168,6 +169,7 @@ impl Inspector {
                 server.active_workers.push(w.into());
             }
         }
+        // Go leaves both orders unspecified. asynq divergence: COMPATIBILITY.md#q7
         let mut out: Vec<ServerInfo> = by_id.into_values().collect();
         for s in &mut out {
             s.active_workers

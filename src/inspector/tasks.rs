@@ -5,11 +5,12 @@
 //! `UpdateTaskPayload`; wire spec §9.1–9.4, §10, §11). Each method validates
 //! its arguments, calls one broker method and maps the result.
 //!
-//! Deviations from Go (COMPATIBILITY.md): archive writes delete the hashes of
-//! the tasks they trim and keep at most [`MAX_ARCHIVE_SIZE`] tasks (Go leaves
-//! the hashes and keeps 9,999); bulk deletes of pending and aggregating tasks
-//! release the tasks' unique locks; a corrupt msg is listed as
-//! [`TaskRow::Corrupt`] instead of being dropped silently.
+//! Deviations from Go (`COMPATIBILITY.md`, entries G3 and T1–T7): archive
+//! writes delete the hashes of the tasks they trim and keep at most
+//! [`MAX_ARCHIVE_SIZE`] tasks (Go leaves the hashes and keeps 9,999); bulk
+//! deletes of pending and aggregating tasks release the tasks' unique locks;
+//! a corrupt msg is listed as [`TaskRow::Corrupt`] instead of being dropped
+//! silently; a zero page number or size is refused.
 //!
 //! [`MAX_ARCHIVE_SIZE`]: crate::broker::MAX_ARCHIVE_SIZE
 
@@ -53,6 +54,7 @@ impl Page {
 
     /// Errors with [`Error::InvalidArgument`] when the number or the size is
     /// 0 (Go turns these into odd rank ranges instead).
+    // asynq divergence: COMPATIBILITY.md#t4
     pub(crate) fn validate(&self) -> Result<()> {
         if self.number == 0 {
             return Err(Error::InvalidArgument(
@@ -96,6 +98,7 @@ pub enum TaskRow {
     Task(TaskInfo),
     /// A task whose hash exists but whose `msg` is absent or does not decode
     /// (Go skips these rows silently).
+    // asynq divergence: COMPATIBILITY.md#t1
     Corrupt {
         /// The id as stored in the container.
         id: String,
@@ -124,6 +127,9 @@ impl TaskRow {
     }
 }
 
+/// Rejects a blank queue name with Go's error (also in `get_task_info`,
+/// where Go does not check).
+// asynq divergence: COMPATIBILITY.md#q1
 fn validate_queue(queue: &str) -> Result<()> {
     keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)
 }

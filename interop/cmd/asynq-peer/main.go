@@ -27,6 +27,8 @@ commands:
   inspect    run an asynq.Inspector operation (see "inspect help")
   work       run an asynq.Server and print one JSON line per handled task
   schedule   run an asynq.Scheduler with one entry for a while
+  bench-work run an asynq.Server with a no-op handler for the benchmark and
+             print one JSON summary line (see bench.go)
 `
 
 func main() {
@@ -60,6 +62,8 @@ func run(args []string) int {
 		err = cmdWork(conn, cmdArgs)
 	case "schedule":
 		err = cmdSchedule(conn, cmdArgs)
+	case "bench-work":
+		err = cmdBenchWork(conn, cmdArgs)
 	default:
 		err = usageErr("unknown command %q\n%s", cmd, usage)
 	}

@@ -11,7 +11,9 @@
 -- ARGV[5] lock TTL, whole seconds (only when KEYS[4] is given)
 -- Returns: 1 created; 0 id exists; -1 lock held by another task.
 -- Unlike Go, the unique variant records unique_key in the hash so deleting
--- the task releases its lock (COMPATIBILITY.md).
+-- the task releases its lock, and the id is checked before the lock is taken
+-- so a conflict never leaves a lock behind.
+-- asynq divergence: COMPATIBILITY.md#c2, COMPATIBILITY.md#c1
 if redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
 end

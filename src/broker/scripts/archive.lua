@@ -20,6 +20,7 @@
 -- Returns: 1 done; 0 not in active; -1 no lease.
 -- The task is written before the trim, so the set and the hashes stay
 -- consistent even if the trim reaches the new task (clock skew).
+-- asynq divergence: COMPATIBILITY.md#g3
 if redis.call("LREM", KEYS[2], 0, ARGV[1]) == 0 then
     return 0
 end

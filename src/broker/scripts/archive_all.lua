@@ -18,7 +18,8 @@
 -- Chunks of 100. Hashes get state=archived only: msg, pending_since and locks
 -- are untouched and no counter moves, as in Go. An id whose hash is missing is
 -- dropped from the source, not archived. Unlike Go, trimmed tasks' hashes are
--- deleted and at most ARGV[4] tasks remain (COMPATIBILITY.md).
+-- deleted and at most ARGV[4] tasks remain.
+-- asynq divergence: COMPATIBILITY.md#t6, COMPATIBILITY.md#g3
 local archived = 0
 while true do
     local ids

@@ -16,7 +16,8 @@
 --          -4 the state field is missing or unknown.
 -- Nothing changes for any code but 1. msg is not modified and no counter
 -- moves, as in Go. Unlike Go, trimmed tasks' hashes are deleted and at most
--- ARGV[4] tasks remain (COMPATIBILITY.md).
+-- ARGV[4] tasks remain; a bad state is a code, not a Lua error.
+-- asynq divergence: COMPATIBILITY.md#g3, COMPATIBILITY.md#t3
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return 0
 end

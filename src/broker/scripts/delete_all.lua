@@ -12,9 +12,10 @@
 -- ARGV[3] group name (only when KEYS[2] is given)
 -- Returns: the number of ids removed from the source.
 -- Chunks of 100. A task's lock (hash field unique_key) is deleted while it
--- still holds the task's id, for every source (Go skips pending and groups;
--- COMPATIBILITY.md). The source ends up empty (deleted) and a group leaves
+-- still holds the task's id, for every source (Go skips pending and
+-- groups). The source ends up empty (deleted) and a group leaves
 -- asynq:{<q>}:groups.
+-- asynq divergence: COMPATIBILITY.md#t5
 local deleted = 0
 while true do
     local ids

@@ -17,10 +17,10 @@
 --   changed); -2 forced but the queue has active tasks (nothing changed).
 -- Unlike Go, completed and aggregating tasks count as tasks, and a forced
 -- delete removes them (hashes, group zsets, the groups set, aggregation sets)
--- instead of leaving them orphaned (COMPATIBILITY.md). Counters, the paused
--- flag and uniqueness locks are left alone, as Go does. The group and
--- aggregation-set key names are built here or read from KEYS[9]; they share
--- the queue's hash tag.
+-- instead of leaving them orphaned. Counters, the paused flag and uniqueness
+-- locks are left alone, as Go does. The group and aggregation-set key names
+-- are built here or read from KEYS[9]; they share the queue's hash tag.
+-- asynq divergence: COMPATIBILITY.md#q3
 local CHUNK = 100
 local groups = redis.call("SMEMBERS", KEYS[8])
 

@@ -9,7 +9,9 @@
 --          -3 the id is not in the container its state names;
 --          -4 the state field is missing or unknown.
 -- Nothing changes for any code but 1. The lock named by the hash field
--- unique_key is deleted only while it still holds this task's id.
+-- unique_key is deleted only while it still holds this task's id. Codes
+-- -3/-4 replace Go's error replies.
+-- asynq divergence: COMPATIBILITY.md#t3
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return 0
 end

@@ -10,7 +10,8 @@
 -- Returns: flat array id1, msg1, id2, msg2, ... (empty when paused or empty).
 -- Each task moves as Go's single dequeue does: RPOPLPUSH to active, state
 -- active, pending_since removed, lease set. An id whose hash has no msg is
--- dropped from active instead of being leased forever (COMPATIBILITY.md).
+-- dropped from active instead of being leased forever.
+-- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2
 if redis.call("EXISTS", KEYS[2]) == 1 then
     return {}
 end

@@ -14,6 +14,7 @@
 -- lease; -2 no task hash. Each task follows Go's step order (remove from
 -- active, lease, delete hash, count, release its lock if it holds it); a
 -- task stops at its first missing step, and only finished tasks are counted.
+-- asynq divergence: COMPATIBILITY.md#w1
 local codes = {}
 local finished = 0
 for i = 4, #ARGV, 2 do

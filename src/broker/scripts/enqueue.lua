@@ -10,7 +10,8 @@
 -- Returns: 1 created; 0 a task with this id exists (nothing changed);
 --          -1 the lock is held by another task (nothing changed).
 -- The id is checked before the lock is taken, so a conflict never leaves a
--- lock behind (Go takes the lock first and leaks it; COMPATIBILITY.md).
+-- lock behind (Go takes the lock first and leaks it).
+-- asynq divergence: COMPATIBILITY.md#c1
 if redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
 end

@@ -12,7 +12,8 @@
 -- Returns: the number of tasks moved.
 -- Routing is by the hash field group, as in Go. Unlike Go, a task forwarded
 -- into a group also registers the group in KEYS[3], so the aggregator sees
--- it (COMPATIBILITY.md).
+-- it.
+-- asynq divergence: COMPATIBILITY.md#w4
 local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[1], "LIMIT", 0, tonumber(ARGV[5]))
 for _, id in ipairs(ids) do
     local key = ARGV[2] .. id

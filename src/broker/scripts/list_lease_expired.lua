@@ -6,6 +6,8 @@
 -- ARGV[2] task key prefix asynq:{<q>}:t:
 -- ARGV[3] most tasks to return
 -- Returns: array of encoded TaskMessages; ids without a hash are skipped.
+-- At most ARGV[3] ids are read per call (Go reads them all).
+-- asynq divergence: COMPATIBILITY.md#w5
 local out = {}
 local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[1], "LIMIT", 0, tonumber(ARGV[3]))
 for _, id in ipairs(ids) do

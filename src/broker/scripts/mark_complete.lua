@@ -13,7 +13,9 @@
 -- ARGV[3] completed-set score: completed_at + retention, unix s
 -- ARGV[4] encoded TaskMessage with completed_at set
 -- ARGV[5] MaxInt64
--- Returns: 1 done; 0 not in active; -1 no lease; -2 already completed.
+-- Returns: 1 done; 0 not in active; -1 no lease; -2 already completed (Go:
+-- error reply INTERNAL, after the same steps).
+-- asynq divergence: COMPATIBILITY.md#w7
 if redis.call("LREM", KEYS[1], 0, ARGV[1]) == 0 then
     return 0
 end

@@ -18,6 +18,7 @@
 --   key's own usage. Groups: mean usage of the sampled tasks that have a
 --   hash times the total of all group sizes; nothing when none was sampled.
 -- Read-only.
+-- asynq divergence: COMPATIBILITY.md#q5
 local sample = tonumber(ARGV[2])
 local total = 0
 

@@ -8,7 +8,8 @@
 -- Returns: the number of sets reclaimed.
 -- A set key is asynq:{<q>}:g:<group>:<set id>; its group key is the set key
 -- without the last segment. Unlike Go, the group is registered again in
--- KEYS[2] so the aggregator sees the reclaimed tasks (COMPATIBILITY.md).
+-- KEYS[2] so the aggregator sees the reclaimed tasks.
+-- asynq divergence: COMPATIBILITY.md#w4
 local sets = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[1])
 for _, set_key in ipairs(sets) do
     local group_key = string.match(set_key, "(.*):[^:]*$")

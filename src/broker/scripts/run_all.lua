@@ -13,6 +13,7 @@
 -- Go. An id whose hash is missing is dropped from the source, not moved
 -- (Go would create a hash holding only a state). The source ends up empty
 -- (deleted) and a group leaves asynq:{<q>}:groups.
+-- asynq divergence: COMPATIBILITY.md#t6
 local moved = 0
 while true do
     local ids = redis.call("ZRANGE", KEYS[1], 0, 99)

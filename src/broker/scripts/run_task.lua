@@ -11,7 +11,9 @@
 --          -4 the state field is missing or unknown.
 -- Nothing changes for any code but 1. The hash gets state=pending only (no
 -- pending_since, no counters), as in Go; an aggregating task keeps its
--- group field, and its group leaves asynq:{<q>}:groups once empty.
+-- group field, and its group leaves asynq:{<q>}:groups once empty
+-- (COMPATIBILITY.md#t8). Codes -3/-4 replace Go's error replies.
+-- asynq divergence: COMPATIBILITY.md#t3
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return 0
 end

@@ -8,6 +8,10 @@
 -- ARGV[3] process-at, unix s
 -- ARGV[4] lock TTL, whole seconds (only when KEYS[3] is given)
 -- Returns: 1 created; 0 id exists; -1 lock held by another task.
+-- No group hash field even when msg has a group, as Go (COMPATIBILITY.md#c3).
+-- The id is checked before the lock is taken, so a conflict never leaves a
+-- lock behind (Go takes the lock first and leaks it).
+-- asynq divergence: COMPATIBILITY.md#c1
 if redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
 end

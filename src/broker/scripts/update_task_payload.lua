@@ -9,7 +9,9 @@
 -- as a decimal string (nil if missing from KEYS[2]); 0 no such task; -1 not
 -- in scheduled state; -2 msg changed since it was read (nothing written;
 -- read again and retry). score is nil for every code but 1.
--- Only msg changes; unique_key and the lock are kept, as in Go.
+-- Only msg changes; unique_key and the lock are kept, as in Go. The
+-- compare-and-set on ARGV[2] is ours (Go overwrites concurrent changes).
+-- asynq divergence: COMPATIBILITY.md#t7
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return {0, false}
 end

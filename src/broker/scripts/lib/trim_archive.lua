@@ -10,7 +10,9 @@
 -- Returns: the number of tasks trimmed. A trimmed task leaves the zset and its
 -- hash is deleted. Work is done in chunks of at most 100 ids per command, so
 -- any number of stale members is trimmed without hitting Lua's unpack limit.
--- Unique locks of trimmed tasks are left to expire, as in Go.
+-- Unique locks of trimmed tasks are left to expire, as in Go. Go keeps 9,999,
+-- unpacks every stale id at once and (inspector paths) keeps trimmed hashes.
+-- asynq divergence: COMPATIBILITY.md#g3
 local function trim_archive(archived_key, task_key_prefix, cutoff_s, max_size)
     local chunk = 100
     local trimmed = 0

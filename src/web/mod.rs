@@ -1,0 +1,72 @@
+//! The dashboard: server-rendered HTML pages (askama + htmx) and an
+//! asynqmon-compatible JSON API under `/api`, both thin over the
+//! [`Inspector`](crate::Inspector).
+//!
+//! [`router`] returns an axum [`Router`] that a library user mounts in their
+//! own app (beside their [`Server`](crate::Server)); `asynqdeck serve` mounts
+//! it under `--root-path`.
+//!
+//! Files: `state.rs` (shared handles and the per-interval stats cache),
+//! `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
+//! security headers), `error.rs` (one error type for pages, one for the
+//! API), `assets.rs` (embedded `static/`), `format.rs` (payload and time
+//! formatting), `pages/` (one file per page area), `api/` (asynqmon routes).
+
+mod assets;
+mod error;
+pub mod format;
+mod pages;
+mod security;
+mod state;
+
+use std::time::Duration;
+
+use axum::Router;
+
+pub use state::AppState;
+
+/// Dashboard settings (flags of `asynqdeck serve`).
+#[derive(Clone, Debug)]
+pub struct WebConfig {
+    /// Hide action buttons and refuse every mutation with 403.
+    pub read_only: bool,
+    /// Path prefix the dashboard is served under (e.g. `/asynq`), no trailing
+    /// slash; empty for the root. Links and forms are built with it.
+    pub root_path: String,
+    /// How often pages refresh their live fragments, and how long queue
+    /// statistics are shared between viewers. Default 5 s.
+    pub poll_interval: Duration,
+    /// `user:password` required on every route when set (HTTP basic auth).
+    pub basic_auth: Option<(String, String)>,
+    /// Characters of payload shown in task lists (the task page shows more).
+    pub max_payload_length: usize,
+    /// Characters of result shown in task lists.
+    pub max_result_length: usize,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        WebConfig {
+            read_only: false,
+            root_path: String::new(),
+            poll_interval: Duration::from_secs(5),
+            basic_auth: None,
+            max_payload_length: 200,
+            max_result_length: 200,
+        }
+    }
+}
+
+/// The whole dashboard as an axum router: HTML pages, fragments, actions,
+/// `/api` and `/static`. Mount it with `Router::nest` (or use
+/// [`WebConfig::root_path`] and merge it at the top level).
+pub fn router(state: AppState) -> Router {
+    let routes = Router::new().merge(pages::routes()).merge(assets::routes());
+    let routes = security::layers(routes, state.clone()).with_state(state.clone());
+    let root = state.config.root_path.trim_end_matches('/');
+    if root.is_empty() {
+        routes
+    } else {
+        Router::new().nest(root, routes)
+    }
+}

@@ -1,0 +1,61 @@
+//! HTML pages, one file per page area. Each handler extracts its inputs,
+//! makes one Inspector call (or reads the shared stats snapshot), and
+//! renders: the full page, or only its live fragment when htmx asks
+//! (`HX-Request`), so every view has a real URL.
+
+mod queues;
+
+use axum::Router;
+use axum::http::HeaderMap;
+
+use super::AppState;
+
+/// What every page's frame needs.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Root path prefix for links ("" or "/prefix").
+    pub root: String,
+    /// CSRF token, put in `hx-headers` on `<body>`.
+    pub csrf_token: String,
+    /// Read-only mode: no action buttons.
+    pub read_only: bool,
+    /// Poll interval in seconds, for `hx-trigger="every Ns"`.
+    pub poll_secs: u64,
+    /// Page title.
+    pub title: String,
+    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`.
+    pub nav: &'static str,
+}
+
+impl Layout {
+    /// The frame for a page titled `title` under nav entry `nav`.
+    pub fn new(state: &AppState, title: impl Into<String>, nav: &'static str) -> Self {
+        Layout {
+            root: state.config.root_path.trim_end_matches('/').to_string(),
+            csrf_token: state.csrf_token.to_string(),
+            read_only: state.config.read_only,
+            poll_secs: state.config.poll_interval.as_secs().max(1),
+            title: title.into(),
+            nav,
+        }
+    }
+}
+
+/// Whether the request came from htmx (then only the fragment is rendered).
+pub fn is_htmx(headers: &HeaderMap) -> bool {
+    headers.contains_key("hx-request")
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new().merge(queues::routes()).fallback(not_found)
+}
+
+async fn not_found(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    uri: axum::http::Uri,
+) -> super::error::PageError {
+    super::error::PageError::not_found(
+        format!("no page at {}", uri.path()),
+        &state.config.root_path,
+    )
+}

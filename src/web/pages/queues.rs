@@ -1,0 +1,170 @@
+//! Queues overview: one row per queue with its sizes per state, today's
+//! processed and failed, error rate, paused, memory and latency; pause,
+//! resume and delete (S14: retry and archived stand apart from scheduled).
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Router;
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use super::{Layout, is_htmx};
+use crate::web::AppState;
+use crate::web::error::PageError;
+use crate::web::format;
+use crate::web::state::Snapshot;
+
+/// One row of the queues table, formatted.
+pub struct Row {
+    pub name: String,
+    /// `None` when the queue's statistics could not be read ("n/a" cells).
+    pub stats: Option<RowStats>,
+    pub error: String,
+}
+
+pub struct RowStats {
+    pub paused: bool,
+    pub size: i64,
+    pub active: i64,
+    pub pending: i64,
+    pub aggregating: i64,
+    pub scheduled: i64,
+    pub retry: i64,
+    pub archived: i64,
+    pub completed: i64,
+    pub processed: i64,
+    pub failed: i64,
+    pub error_rate: String,
+    pub memory: String,
+    pub latency: String,
+}
+
+fn rows(snap: &Snapshot) -> Vec<Row> {
+    snap.queues
+        .iter()
+        .map(|q| match &q.info {
+            Ok(i) => Row {
+                name: q.name.clone(),
+                stats: Some(RowStats {
+                    paused: i.paused,
+                    size: i.size,
+                    active: i.active,
+                    pending: i.pending,
+                    aggregating: i.aggregating,
+                    scheduled: i.scheduled,
+                    retry: i.retry,
+                    archived: i.archived,
+                    completed: i.completed,
+                    processed: i.processed,
+                    failed: i.failed,
+                    error_rate: format::error_rate(i.failed, i.processed),
+                    memory: format::bytes(i.memory_usage),
+                    latency: format::human_duration(i.latency.as_secs()),
+                }),
+                error: String::new(),
+            },
+            Err(e) => Row {
+                name: q.name.clone(),
+                stats: None,
+                error: e.clone(),
+            },
+        })
+        .collect()
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "queues.html")]
+struct QueuesPage {
+    layout: Layout,
+    table: QueuesTable,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "_queues_table.html")]
+struct QueuesTable {
+    layout: Layout,
+    rows: Vec<Row>,
+    error: String,
+    taken_at: String,
+    taken_at_iso: String,
+}
+
+pub fn routes() -> axum::Router<AppState> {
+    Router::new()
+        .route("/", get(view_queues_get))
+        .route("/queues/{queue}/pause", post(pause_post))
+        .route("/queues/{queue}/resume", post(resume_post))
+        .route("/queues/{queue}/delete", post(delete_post))
+}
+
+async fn queues_table(state: &AppState) -> QueuesTable {
+    let snap = state.stats.get(&state.inspector).await;
+    QueuesTable {
+        layout: Layout::new(state, "Queues", "queues"),
+        rows: rows(&snap),
+        error: snap.error.clone().unwrap_or_default(),
+        taken_at: format::utc(snap.taken_at),
+        taken_at_iso: format::iso(snap.taken_at),
+    }
+}
+
+async fn view_queues_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let table = queues_table(&state).await;
+    if is_htmx(&headers) {
+        return table.into_response();
+    }
+    QueuesPage {
+        layout: Layout::new(&state, "Queues", "queues"),
+        table,
+    }
+    .into_response()
+}
+
+async fn pause_post(State(state): State<AppState>, Path(queue): Path<String>) -> Response {
+    let r = state.inspector.pause_queue(&queue).await;
+    after_action(&state, r).await
+}
+
+async fn resume_post(State(state): State<AppState>, Path(queue): Path<String>) -> Response {
+    let r = state.inspector.unpause_queue(&queue).await;
+    after_action(&state, r).await
+}
+
+#[derive(Deserialize)]
+struct DeleteForm {
+    #[serde(default)]
+    force: Option<String>,
+}
+
+async fn delete_post(
+    State(state): State<AppState>,
+    Path(queue): Path<String>,
+    Form(form): Form<DeleteForm>,
+) -> Response {
+    let force = form
+        .force
+        .is_some_and(|f| f == "on" || f == "true" || f == "1");
+    let r = state.inspector.delete_queue(&queue, force).await;
+    after_action(&state, r).await
+}
+
+/// Answers an action with the refreshed table (or the error as a 4xx page
+/// fragment that htmx shows in the toast area).
+async fn after_action(state: &AppState, r: crate::Result<()>) -> Response {
+    state.stats.invalidate().await;
+    match r {
+        Ok(()) => queues_table(state).await.into_response(),
+        Err(e) => {
+            let err = PageError::from_error(e, &state.config.root_path);
+            let status = if err.status == StatusCode::SERVICE_UNAVAILABLE {
+                err.status
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            (status, err.message).into_response()
+        }
+    }
+}

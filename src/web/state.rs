@@ -1,0 +1,132 @@
+//! Handles shared by every request, and the queue-statistics cache.
+//!
+//! Queue statistics (two scripts per queue) are computed at most once per
+//! poll interval and shared by all viewers: ten open tabs cost Redis what one
+//! does. A request that finds the snapshot stale recomputes it while holding
+//! the cache lock, so concurrent requests wait for that one computation
+//! instead of starting their own.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use super::WebConfig;
+use crate::Inspector;
+use crate::inspector::QueueInfo;
+
+/// State every handler gets: cheap to clone.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// The inspector all pages and API routes read and act through.
+    pub inspector: Inspector,
+    /// Dashboard settings.
+    pub config: Arc<WebConfig>,
+    /// Token every HTML mutation must carry (`X-CSRF-Token` header); random
+    /// per process.
+    pub csrf_token: Arc<str>,
+    /// The shared queue-statistics snapshot.
+    pub stats: Arc<StatsCache>,
+}
+
+impl AppState {
+    /// State for `inspector` with `config` and a fresh CSRF token.
+    pub fn new(inspector: Inspector, config: WebConfig) -> Self {
+        let token = format!("{:032x}", rand::random::<u128>());
+        let interval = config.poll_interval;
+        AppState {
+            inspector,
+            config: Arc::new(config),
+            csrf_token: token.into(),
+            stats: Arc::new(StatsCache::new(interval)),
+        }
+    }
+}
+
+/// One queue's row in a snapshot: its statistics, or why they could not be read.
+#[derive(Clone, Debug)]
+pub struct QueueRow {
+    /// Queue name.
+    pub name: String,
+    /// Statistics, or the error text (the row then shows "n/a").
+    pub info: Result<QueueInfo, String>,
+}
+
+/// Statistics of every queue at one moment.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// When it was taken (UTC).
+    pub taken_at: DateTime<Utc>,
+    /// One row per queue, sorted by name.
+    pub queues: Vec<QueueRow>,
+    /// Set when the queue list itself could not be read (Redis down).
+    pub error: Option<String>,
+}
+
+/// The once-per-interval cache of [`Snapshot`].
+#[derive(Debug)]
+pub struct StatsCache {
+    interval: Duration,
+    slot: tokio::sync::Mutex<Option<(Instant, Arc<Snapshot>)>>,
+}
+
+impl StatsCache {
+    /// A cache whose snapshots live `interval`.
+    pub fn new(interval: Duration) -> Self {
+        StatsCache {
+            interval,
+            slot: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The current snapshot, recomputed when older than the interval.
+    /// Never fails: errors are inside the snapshot.
+    pub async fn get(&self, inspector: &Inspector) -> Arc<Snapshot> {
+        let mut slot = self.slot.lock().await;
+        if let Some((at, snap)) = slot.as_ref()
+            && at.elapsed() < self.interval
+        {
+            return snap.clone();
+        }
+        let snap = Arc::new(Self::compute(inspector).await);
+        // A failed read is not cached, so the page recovers with Redis.
+        if snap.error.is_none() {
+            *slot = Some((Instant::now(), snap.clone()));
+        }
+        snap
+    }
+
+    /// Drops the cached snapshot (after an action changed the numbers).
+    pub async fn invalidate(&self) {
+        *self.slot.lock().await = None;
+    }
+
+    async fn compute(inspector: &Inspector) -> Snapshot {
+        let taken_at = Utc::now();
+        let names = match inspector.queues().await {
+            Ok(n) => n,
+            Err(e) => {
+                return Snapshot {
+                    taken_at,
+                    queues: Vec::new(),
+                    error: Some(e.to_string()),
+                };
+            }
+        };
+        let infos =
+            futures_util::future::join_all(names.iter().map(|q| inspector.queue_info(q))).await;
+        let queues = names
+            .into_iter()
+            .zip(infos)
+            .map(|(name, info)| QueueRow {
+                name,
+                info: info.map_err(|e| e.to_string()),
+            })
+            .collect();
+        Snapshot {
+            taken_at,
+            queues,
+            error: None,
+        }
+    }
+}
