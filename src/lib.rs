@@ -31,8 +31,10 @@
 //! ```
 
 pub mod broker;
+pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod demo;
 pub mod error;
 pub mod inspector;
 pub mod server;
@@ -47,3 +49,8 @@ pub use server::{
     Server, ShutdownHandle, SkipRetry, TaskContext, TaskError, handler_fn,
 };
 pub use task::{EnqueueOptions, ProcessAt, Task, TaskInfo, TaskState};
+
+/// The README's examples are compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

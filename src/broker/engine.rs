@@ -47,7 +47,8 @@ impl Broker {
     /// Leases up to `max` pending tasks of `queue` until `lease_until`
     /// (whole unix s on the wire). Returns nothing when the queue is paused
     /// or empty. A task whose msg does not decode is returned as an error
-    /// entry so the caller can archive it; it stays active until then.
+    /// entry with its id; it stays active with its lease, so once the lease
+    /// lapses it shows as an orphaned, undecodable row to operators.
     // asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w3
     pub async fn dequeue(
         &self,

@@ -18,6 +18,7 @@ use super::{Broker, keys};
 use crate::error::Result;
 
 /// A dedicated connection that waits for pending work in one queue.
+// asynq divergence: COMPATIBILITY.md#w10
 pub struct PendingWaiter {
     conn: MultiplexedConnection,
     pending_key: String,
