@@ -2,10 +2,9 @@
 # Not buildable on the development machines (no Docker engine); kept minimal.
 FROM rust:1-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
-COPY src ./src
-COPY templates ./templates
-COPY static ./static
+# Cargo wants every declared target (tests/, bench/) present; .dockerignore
+# keeps build output and the Go peer's downloads out.
+COPY . .
 RUN cargo build --release --locked --bin asynqdeck
 
 FROM debian:bookworm-slim
@@ -15,5 +14,7 @@ RUN apt-get update \
  && useradd --system --uid 10001 --no-create-home asynqdeck
 COPY --from=build /src/target/release/asynqdeck /usr/local/bin/asynqdeck
 USER asynqdeck
+# Inside a container the dashboard must listen on every interface.
+ENV ASYNQDECK_LISTEN=0.0.0.0:8080
 EXPOSE 8080
-ENTRYPOINT ["asynqdeck"]
+ENTRYPOINT ["asynqdeck", "serve"]

@@ -92,3 +92,23 @@
     });
   });
 })();
+
+// Error toasts sent by the server with HX-Trigger: {"toastError": "..."}.
+document.addEventListener("toastError", function (evt) {
+  var box = document.getElementById("toast");
+  if (!box) return;
+  var msg = document.createElement("div");
+  msg.className = "msg error";
+  msg.textContent = evt.detail && evt.detail.value ? evt.detail.value : String(evt.detail || "");
+  box.appendChild(msg);
+  setTimeout(function () { msg.remove(); }, 10000);
+});
+
+// A polled fragment holding checked rows (inputs marked data-hold-live)
+// skips its polls, so a refresh does not drop the selection.
+document.addEventListener("htmx:beforeRequest", function (evt) {
+  var elt = evt.detail.elt;
+  if (!elt || !elt.getAttribute) return;
+  var polling = (elt.getAttribute("hx-trigger") || "").indexOf("every") === 0;
+  if (polling && elt.querySelector("input[data-hold-live]:checked")) evt.preventDefault();
+});

@@ -3,11 +3,17 @@
 
 mod support;
 
+mod cli;
 mod client;
 mod engine_broker;
 mod inspector_queues;
 mod inspector_tasks;
 mod interop;
 mod maintenance;
+mod server_interop;
+mod server_seeds;
 mod server_smoke;
 mod servers;
+mod web_api;
+mod web_pages;
+mod web_tasks;

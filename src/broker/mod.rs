@@ -7,27 +7,35 @@
 //! deliberately differs from Go, `COMPATIBILITY.md` at the repository root
 //! says how and why (code comments point to its entries).
 //!
-//! Files: `keys.rs` (every key name), `proto.rs` (protobuf messages),
+//! Files: `conn.rs` (connection options: URL, credentials, TLS), `keys.rs`
+//! (every key name), `proto.rs` (protobuf messages),
 //! `enqueue.rs` (client writes), `queues.rs` (queue stats, history, pause,
 //! queue deletion), `tasks.rs` (task listing, lookup and inspector
 //! mutations), `servers.rs` (servers, workers, scheduler entries, cancel),
-//! `pubsub.rs` (the `asynq:cancel` subscription).
+//! `pubsub.rs` (the `asynq:cancel` subscription), `info.rs` (`INFO` and
+//! cluster facts for the Redis page), `samples.rs` (asynqdeck's
+//! own outage-signal series, `asynqdeck:{<queue>}:samples`).
 
 pub mod keys;
 pub mod proto;
 pub(crate) mod scripts;
 
+mod conn;
 mod engine;
 mod enqueue;
+mod info;
 mod pubsub;
 mod queues;
 mod results;
+mod samples;
 mod servers;
 mod tasks;
 mod waiter;
 
+pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
 pub use engine::{DoneOutcome, FORWARD_BATCH, LEASE_DURATION, RECOVER_BATCH, STATS_TTL};
 pub use enqueue::EnqueueTarget;
+pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
 pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
 pub use waiter::PendingWaiter;
 
@@ -43,7 +51,9 @@ use crate::error::{Error, Result};
 pub struct Broker {
     conn: ConnectionManager,
     /// Opens dedicated connections (pub/sub cannot share the multiplexed one).
-    client: redis::Client,
+    /// Boxed: with TLS settings the client is ~250 bytes, and brokers are
+    /// embedded by value in many structs.
+    client: std::sync::Arc<redis::Client>,
     clock: SharedClock,
 }
 
@@ -57,7 +67,16 @@ impl Broker {
     /// Connects to `url` (`redis://[user:password@]host:port/db`, `rediss://`
     /// for TLS). Errors with [`Error::Redis`] when Redis cannot be reached.
     pub async fn connect(url: &str) -> Result<Self> {
-        let client = redis::Client::open(url)?;
+        Broker::connect_with(&ConnectOptions::new(url)).await
+    }
+
+    /// Connects as `options` say (URL plus separate credentials, database
+    /// and TLS material; see [`ConnectOptions`]). Errors with
+    /// [`Error::InvalidArgument`] for options that do not make a connection
+    /// (bad URL, PEM that does not parse) and [`Error::Redis`] when Redis
+    /// cannot be reached or refuses the credentials.
+    pub async fn connect_with(options: &ConnectOptions) -> Result<Self> {
+        let client = options.client()?;
         // Fail fast when Redis is down at start (the default retries for ~6 s);
         // later drops are reconnected by the manager.
         let config = redis::aio::ConnectionManagerConfig::new()
@@ -66,7 +85,7 @@ impl Broker {
         let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(Broker {
             conn,
-            client,
+            client: std::sync::Arc::new(client),
             clock: std::sync::Arc::new(SystemClock),
         })
     }

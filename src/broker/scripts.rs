@@ -91,4 +91,6 @@ scripts! {
     RECORD_SCHEDULER_ENQUEUE_EVENT => ["record_scheduler_enqueue_event"];
     /// Read and prune a heartbeat registry zset (asynq ListServers/ListWorkers/ListSchedulerEntries).
     LIST_LIVE_MEMBERS => ["list_live_members"];
+    /// Append a retry/archived size sample to a queue's outage series and trim it (asynqdeck only).
+    RECORD_QUEUE_SAMPLE => ["record_queue_sample"];
 }

@@ -8,13 +8,22 @@
 //!
 //! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
-//! (servers with their workers, scheduler entries and events).
+//! (servers with their workers, scheduler entries and events), `info.rs`
+//! (Redis `INFO` and cluster facts), `samples.rs` (the outage signal: retry
+//! growth from asynqdeck's own samples).
 
+mod info;
 mod queues;
+mod samples;
 mod servers;
 mod tasks;
 
+pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
 pub use queues::{DailyStats, GroupInfo, QueueInfo};
+pub use samples::{
+    FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, Growth, QueueSample,
+    RetryGrowth, retry_growth,
+};
 pub use servers::{SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, WorkerInfo};
 pub use tasks::{Page, TaskRow};
 

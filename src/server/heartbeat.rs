@@ -167,6 +167,13 @@ impl Heartbeat {
         self.started
     }
 
+    /// Replaces the queue → priority map published from the next beat on.
+    /// The dashboard's maintenance engine ([`super::maintenance`]) serves
+    /// every queue in `asynq:queues` and re-lists them before each beat.
+    pub fn set_queues(&mut self, queues: BTreeMap<String, i32>) {
+        self.config.queues = queues;
+    }
+
     /// How long each beat's keys live: twice the interval in whole seconds
     /// (rounded up), at least 1 s (Go: 10 s).
     pub fn ttl(&self) -> Duration {

@@ -53,9 +53,13 @@ pub mod inflight;
 pub mod janitor;
 #[doc(hidden)]
 pub mod lease;
+#[doc(hidden)]
+pub mod maintenance;
 mod processor;
 #[doc(hidden)]
 pub mod recoverer;
+#[doc(hidden)]
+pub mod sampler;
 #[doc(hidden)]
 pub mod subscriber;
 #[doc(hidden)]
@@ -63,6 +67,7 @@ pub mod syncer;
 pub use healthcheck::HealthCheckFunc;
 pub use heartbeat::ServerStatus;
 pub use lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
+pub use maintenance::{Maintenance, MaintenanceConfig};
 
 use std::collections::BTreeMap;
 use std::future::Future;

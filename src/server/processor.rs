@@ -415,9 +415,9 @@ async fn run_task(
         Err(DeadlineExceeded.into())
     } else {
         let until_deadline = (deadline - now).to_std().unwrap_or_default();
-        let handler = AssertUnwindSafe(shared.handler.process_task(ctx.clone(), user_task.clone()));
+        let handler = shared.handler.process_task(ctx.clone(), user_task.clone());
         tokio::select! {
-            r = handler.catch_unwind() => r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location()))),
+            r = HandlerPanics(handler) => r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location()))),
             _ = tokio::time::sleep(until_deadline) => Err(DeadlineExceeded.into()),
             _ = running.cancel.cancelled() => Err(match running.cancel_reason() {
                 Some(CancelReason::LeaseExpired) => LeaseExpired.into(),
@@ -435,6 +435,15 @@ async fn run_task(
     }
     match result {
         Ok(()) if msg.retention > 0 => {
+            // As for every outcome write: a lapsed lease means the recoverer
+            // owns the task (another worker may even be running it again).
+            if !running.lease_valid(shared.broker.now()) {
+                tracing::warn!(
+                    id = msg.id,
+                    "lease lapsed; leaving the task to the recoverer"
+                );
+                return;
+            }
             let w = running.clone();
             write(&shared, &running, "mark_as_complete", move |b| {
                 let t = w.task.clone();
@@ -500,8 +509,13 @@ async fn fail(
     }
     let is_failure = (shared.is_failure)(&err);
     let delay = (shared.retry_delay_func)(msg.retried.max(0) as u32, &err, &task);
-    let retry_at =
-        shared.broker.now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
+    // A delay too large for a date (e.g. Duration::MAX for "never")
+    // saturates at the latest representable time instead of panicking.
+    let now = shared.broker.now();
+    let retry_at = chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
     let w = running.clone();
     write(shared, running, "retry", move |b| {
         let (t, text) = (w.task.clone(), text.clone());
@@ -537,23 +551,63 @@ where
 
 thread_local! {
     static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+    /// Set while this thread polls a handler future (see [`HandlerPanics`]).
+    static IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Records each panic's `file:line` for the worker that catches it (the
-/// handler runs on the thread that polls it, where `catch_unwind` reads it
-/// back). Chains to the previous hook, so panics are still printed.
+/// handler runs on the thread that polls it, where the catch reads it back).
+/// A handler's panic becomes a task failure, so it is logged as one line
+/// (no backtrace); any other panic goes to the previous hook as usual.
 fn install_panic_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if let Some(loc) = info.location() {
-                let text = format!("{}:{}", loc.file(), loc.line());
-                PANIC_LOCATION.with(|l| *l.borrow_mut() = Some(text));
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()));
+            if IN_HANDLER.with(|h| h.get()) {
+                let payload = info.payload();
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_string());
+                tracing::error!(
+                    location = location.as_deref().unwrap_or("?"),
+                    "task handler panicked: {message}"
+                );
+                PANIC_LOCATION.with(|l| *l.borrow_mut() = location);
+            } else {
+                previous(info);
             }
-            previous(info);
         }));
     });
+}
+
+/// Polls a handler future with panics caught, marking the thread as "in a
+/// handler" during each poll so the hook knows the panic is a task failure.
+struct HandlerPanics<F>(F);
+
+impl<F: std::future::Future + Unpin> std::future::Future for HandlerPanics<F> {
+    type Output = std::thread::Result<F::Output>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        IN_HANDLER.with(|h| h.set(true));
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            std::pin::Pin::new(&mut self.0).poll(cx)
+        }));
+        IN_HANDLER.with(|h| h.set(false));
+        match r {
+            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(payload) => std::task::Poll::Ready(Err(payload)),
+        }
+    }
 }
 
 fn take_panic_location() -> Option<String> {

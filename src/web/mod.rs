@@ -10,12 +10,16 @@
 //! `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
 //! security headers), `error.rs` (one error type for pages, one for the
 //! API), `assets.rs` (embedded `static/`), `format.rs` (payload and time
-//! formatting), `pages/` (one file per page area), `api/` (asynqmon routes).
+//! formatting), `chart.rs` (server-rendered SVG charts), `pages/` (one file
+//! per page area), `api/` (asynqmon routes).
 
+mod api;
 mod assets;
+mod chart;
 mod error;
 pub mod format;
-mod pages;
+mod metrics;
+pub(crate) mod pages;
 mod security;
 mod state;
 
@@ -61,7 +65,19 @@ impl Default for WebConfig {
 /// `/api` and `/static`. Mount it with `Router::nest` (or use
 /// [`WebConfig::root_path`] and merge it at the top level).
 pub fn router(state: AppState) -> Router {
-    let routes = Router::new().merge(pages::routes()).merge(assets::routes());
+    router_with(state, Router::new())
+}
+
+/// [`router`] plus `extra` routes of the embedding app, served under the
+/// same root path and behind the same security layers (basic auth, CSRF,
+/// read-only). The demo adds its control page this way.
+pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
+    let routes = Router::new()
+        .merge(extra)
+        .merge(pages::routes())
+        .merge(api::routes())
+        .merge(metrics::routes())
+        .merge(assets::routes());
     let routes = security::layers(routes, state.clone()).with_state(state.clone());
     let root = state.config.root_path.trim_end_matches('/');
     if root.is_empty() {

@@ -2,12 +2,15 @@
 //!
 //! Queue statistics (two scripts per queue) are computed at most once per
 //! poll interval and shared by all viewers: ten open tabs cost Redis what one
-//! does. A request that finds the snapshot stale recomputes it while holding
-//! the cache lock, so concurrent requests wait for that one computation
-//! instead of starting their own.
+//! does. Snapshots belong to wall-clock slots of one interval (slot =
+//! unix time / interval), not to the moment a viewer asked, so one viewer
+//! and ten viewers polling at that interval both cause exactly one
+//! computation per slot. A request that finds the snapshot stale recomputes
+//! it while holding the cache lock, so concurrent requests wait for that one
+//! computation instead of starting their own.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -67,7 +70,8 @@ pub struct Snapshot {
 #[derive(Debug)]
 pub struct StatsCache {
     interval: Duration,
-    slot: tokio::sync::Mutex<Option<(Instant, Arc<Snapshot>)>>,
+    /// The snapshot with the wall-clock slot it belongs to.
+    slot: tokio::sync::Mutex<Option<(u128, Arc<Snapshot>)>>,
 }
 
 impl StatsCache {
@@ -79,19 +83,28 @@ impl StatsCache {
         }
     }
 
-    /// The current snapshot, recomputed when older than the interval.
-    /// Never fails: errors are inside the snapshot.
+    /// The wall-clock slot `now` falls in.
+    fn current_slot(&self) -> u128 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        now.as_millis() / self.interval.as_millis().max(1)
+    }
+
+    /// The snapshot of the current slot, computed by the first request in
+    /// it. Never fails: errors are inside the snapshot.
     pub async fn get(&self, inspector: &Inspector) -> Arc<Snapshot> {
         let mut slot = self.slot.lock().await;
+        let current = self.current_slot();
         if let Some((at, snap)) = slot.as_ref()
-            && at.elapsed() < self.interval
+            && *at == current
         {
             return snap.clone();
         }
         let snap = Arc::new(Self::compute(inspector).await);
         // A failed read is not cached, so the page recovers with Redis.
         if snap.error.is_none() {
-            *slot = Some((Instant::now(), snap.clone()));
+            *slot = Some((current, snap.clone()));
         }
         snap
     }

@@ -3,7 +3,15 @@
 //! renders: the full page, or only its live fragment when htmx asks
 //! (`HX-Request`), so every view has a real URL.
 
+mod errgroups;
+mod history;
+mod outage;
+mod queue_tab;
 mod queues;
+mod redis_info;
+mod schedulers;
+mod servers;
+mod task;
 
 use axum::Router;
 use axum::http::HeaderMap;
@@ -47,7 +55,16 @@ pub fn is_htmx(headers: &HeaderMap) -> bool {
 }
 
 pub fn routes() -> Router<AppState> {
-    Router::new().merge(queues::routes()).fallback(not_found)
+    Router::new()
+        .merge(queues::routes())
+        .merge(servers::routes())
+        .merge(schedulers::routes())
+        .merge(history::routes())
+        .merge(outage::routes())
+        .merge(redis_info::routes())
+        .merge(queue_tab::routes())
+        .merge(task::routes())
+        .fallback(not_found)
 }
 
 async fn not_found(

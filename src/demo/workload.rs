@@ -1,5 +1,5 @@
-//! The demo: workers whose handlers act out the seed stories, and a
-//! producer that keeps every dashboard tab populated (issue 5).
+//! The demo workload: handlers that act out the seed stories, and a
+//! producer that keeps every dashboard tab populated.
 //!
 //! | Task type | What it does | Seed |
 //! | --- | --- | --- |
@@ -21,7 +21,8 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::{
-    Backoff, Config, RetryAfter, RetryPolicy, RevokeTask, ServeMux, SkipRetry, TaskContext, TaskError,
+    Backoff, Config, RetryAfter, RetryPolicy, RevokeTask, ServeMux, SkipRetry, TaskContext,
+    TaskError,
 };
 use crate::{Client, EnqueueOptions, Task};
 
@@ -105,15 +106,19 @@ pub fn mux(partner: Arc<Partner>) -> ServeMux {
         sleep_ms(100, 600).await;
         if rand::rng().random_bool(0.3) {
             let secs = rand::rng().random_range(20..=40);
-            return Err(anyhow::Error::new(RetryAfter(Duration::from_secs(secs)))
-                .context(format!("payment provider: 429 rate limited, retry after {secs} s")));
+            return Err(
+                anyhow::Error::new(RetryAfter(Duration::from_secs(secs))).context(format!(
+                    "payment provider: 429 rate limited, retry after {secs} s"
+                )),
+            );
         }
         Ok(())
     });
     mux.handle_fn("order:import", |ctx: TaskContext, t: Task| async move {
         sleep_ms(20, 100).await;
-        let order: serde_json::Value = serde_json::from_slice(t.payload())
-            .map_err(|e| anyhow::Error::new(SkipRetry).context(format!("order payload is not JSON: {e}")))?;
+        let order: serde_json::Value = serde_json::from_slice(t.payload()).map_err(|e| {
+            anyhow::Error::new(SkipRetry).context(format!("order payload is not JSON: {e}"))
+        })?;
         if order.get("sku").is_none() {
             return Err(anyhow::Error::new(SkipRetry)).with_context(|| {
                 format!(
@@ -158,17 +163,27 @@ pub fn mux(partner: Arc<Partner>) -> ServeMux {
 pub fn config() -> Config {
     let policy = RetryPolicy::new(Backoff::Capped(Duration::from_secs(600)))
         .rule("payment:", Backoff::Linear(Duration::from_secs(20)))
-        .rule("webhook:", Backoff::Exponential {
-            base: Duration::from_secs(5),
-            factor: 2,
-            cap: Duration::from_secs(40),
-        })
+        .rule(
+            "webhook:",
+            Backoff::Exponential {
+                base: Duration::from_secs(5),
+                factor: 2,
+                cap: Duration::from_secs(40),
+            },
+        )
         .rule("resource:", Backoff::Constant(Duration::from_secs(10)));
     Config {
         concurrency: 6,
-        queues: [("critical".to_string(), 6), ("default".to_string(), 3), ("low".to_string(), 1)].into(),
+        queues: [
+            ("critical".to_string(), 6),
+            ("default".to_string(), 3),
+            ("low".to_string(), 1),
+        ]
+        .into(),
         retry_delay_func: policy.into_fn(),
-        is_failure: Arc::new(|err: &TaskError| !format!("{err:#}").contains("no resource available")),
+        is_failure: Arc::new(|err: &TaskError| {
+            !format!("{err:#}").contains("no resource available")
+        }),
         forwarder_interval: Duration::from_secs(2),
         ..Config::default()
     }
@@ -176,7 +191,12 @@ pub fn config() -> Config {
 
 /// Enqueues a steady mix of tasks until `shutdown`, and runs the partner's
 /// outage windows.
-pub async fn produce(client: Client, partner: Arc<Partner>, cfg: DemoConfig, shutdown: CancellationToken) {
+pub async fn produce(
+    client: Client,
+    partner: Arc<Partner>,
+    cfg: DemoConfig,
+    shutdown: CancellationToken,
+) {
     let outage = {
         let (partner, cfg, shutdown) = (partner.clone(), cfg.clone(), shutdown.clone());
         tokio::spawn(async move {
@@ -213,35 +233,64 @@ fn next_task(n: u64) -> (Task, EnqueueOptions) {
     let mut rng = rand::rng();
     match n % 10 {
         0 | 1 => (
-            Task::new("email:send", format!(r#"{{"to":"user{n}@example.com","template":"welcome"}}"#)),
+            Task::new(
+                "email:send",
+                format!(r#"{{"to":"user{n}@example.com","template":"welcome"}}"#),
+            ),
             EnqueueOptions::new(),
         ),
         2 | 3 => (
-            Task::new("webhook:deliver", format!(r#"{{"event":"order.paid","order":{n}}}"#))
-                .with_header("trace-id", format!("{:016x}", rng.random::<u64>())),
+            Task::new(
+                "webhook:deliver",
+                format!(r#"{{"event":"order.paid","order":{n}}}"#),
+            )
+            .with_header("trace-id", format!("{:016x}", rng.random::<u64>())),
             EnqueueOptions::new().queue("critical").max_retry(8),
         ),
         4 => (
-            Task::new("payment:charge", format!(r#"{{"order":{n},"amount_cents":{}}}"#, rng.random_range(100..50_000))),
+            Task::new(
+                "payment:charge",
+                format!(
+                    r#"{{"order":{n},"amount_cents":{}}}"#,
+                    rng.random_range(100..50_000)
+                ),
+            ),
             EnqueueOptions::new().queue("critical").max_retry(5),
         ),
         5 => {
             let body = if rng.random_bool(0.4) {
                 format!(r#"{{"order":{n}}}"#)
             } else {
-                format!(r#"{{"order":{n},"sku":"SKU-{}"}}"#, rng.random_range(1..999))
+                format!(
+                    r#"{{"order":{n},"sku":"SKU-{}"}}"#,
+                    rng.random_range(1..999)
+                )
             };
             (Task::new("order:import", body), EnqueueOptions::new())
         }
         6 => {
-            let body = if rng.random_bool(0.3) { format!("event-{}-dup", n - 1) } else { format!("event-{n}") };
-            (Task::new("webhook:dedupe", body), EnqueueOptions::new().queue("low"))
+            let body = if rng.random_bool(0.3) {
+                format!("event-{}-dup", n - 1)
+            } else {
+                format!("event-{n}")
+            };
+            (
+                Task::new("webhook:dedupe", body),
+                EnqueueOptions::new().queue("low"),
+            )
         }
         7 => {
-            let body = if rng.random_bool(0.15) { format!("report {n} poison") } else { format!("report {n}") };
+            let body = if rng.random_bool(0.15) {
+                format!("report {n} poison")
+            } else {
+                format!("report {n}")
+            };
             (
                 Task::new("report:render", body),
-                EnqueueOptions::new().queue("low").max_retry(1).retention(Duration::from_secs(600)),
+                EnqueueOptions::new()
+                    .queue("low")
+                    .max_retry(1)
+                    .retention(Duration::from_secs(600)),
             )
         }
         8 => (
@@ -250,7 +299,9 @@ fn next_task(n: u64) -> (Task, EnqueueOptions) {
         ),
         _ => (
             Task::new("email:digest", format!(r#"{{"user":{}}}"#, n % 7)),
-            EnqueueOptions::new().group(format!("user:{}", n % 3)).queue("low"),
+            EnqueueOptions::new()
+                .group(format!("user:{}", n % 3))
+                .queue("low"),
         ),
     }
 }

@@ -1,0 +1,346 @@
+//! The maintenance engine without a processor: the loops Go's `asynq.Server`
+//! runs beside its workers, over **every** queue in `asynq:queues`, for a
+//! process that maintains queues without processing tasks (the dashboard,
+//! `asynqdeck serve`; seed S30).
+//!
+//! Without it, nothing moves retry and scheduled tasks to pending while no
+//! worker runs (S12), lease-expired tasks of a crashed worker stay active,
+//! and expired completed tasks are never deleted. [`Maintenance`] runs:
+//!
+//! - the forwarder (scheduled/retry → pending; Go default every 5 s, first
+//!   poll after one interval),
+//! - the recoverer (lease-expired active tasks → retry or archived, stale
+//!   aggregation sets back to their groups; every 1 min, first pass at once),
+//! - the janitor (expired completed tasks; every 8 s, first sweep after one
+//!   interval),
+//! - the heartbeat (this process registered as a server; every 5 s, first
+//!   beat at once, state removed at shutdown),
+//! - the outage sampler (asynqdeck only: each queue's retry and archived
+//!   sizes into `asynqdeck:{<queue>}:samples`; every poll interval, first
+//!   sample at once; S14, S29),
+//!
+//! each reusing the server's component (`forwarder`, `recoverer`, `janitor`,
+//! `heartbeat`, `sampler`). The queue list is read (`SMEMBERS asynq:queues`) before every
+//! tick, so a queue created while the engine runs is maintained from the
+//! next tick on; the forwarder, recoverer and janitor are built for each tick
+//! with that list (they hold only a broker handle and settings, so building
+//! one costs nothing), and the heartbeat gets it through
+//! [`Heartbeat::set_queues`]; the sampler lists the queues itself each tick.
+//!
+//! # The heartbeat
+//! The process registers itself as a server with concurrency 0, status
+//! `active`, every queue at priority 1 and no workers, so Go's
+//! `Inspector.Servers`, asynqmon and our servers page show who maintains the
+//! queues when no worker is running (and that this "server" processes
+//! nothing). Its entry expires 10 s after the last beat and is deleted at
+//! shutdown. Set [`MaintenanceConfig::register_server`] to `false` to stay
+//! invisible.
+//!
+//! # Sharing queues with Go servers
+//! Go servers of the same queues run the same loops; every step is one Lua
+//! script whose outcome does not depend on who runs it (a task recovered by
+//! two recoverers is moved once, the loser gets NOT FOUND), as between two Go
+//! servers (S13). A task the recoverer retries waits the default retry delay
+//! (Sidekiq curve, S4) — a Go server's own recoverer would use its
+//! `RetryDelayFunc`, which this process cannot know.
+//!
+//! ```no_run
+//! use asynqdeck::broker::Broker;
+//! use asynqdeck::server::{Maintenance, MaintenanceConfig};
+//! use tokio_util::sync::CancellationToken;
+//! # async fn demo() -> asynqdeck::Result<()> {
+//! let broker = Broker::connect("redis://127.0.0.1:6379/0").await?;
+//! let shutdown = CancellationToken::new();
+//! let engine = tokio::spawn(
+//!     Maintenance::new(broker, MaintenanceConfig::default()).run(shutdown.clone()),
+//! );
+//! // ... serve the dashboard, then:
+//! shutdown.cancel();
+//! engine.await.expect("maintenance task");
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::forwarder::{DEFAULT_FORWARD_INTERVAL, Forwarder};
+use super::heartbeat::{
+    DEFAULT_HEARTBEAT_INTERVAL, Heartbeat, HeartbeatConfig, ServerIdentity, ServerStatus,
+};
+use super::inflight::InFlight;
+use super::janitor::{DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL, Janitor};
+use super::recoverer::{DEFAULT_RECOVER_INTERVAL, Recoverer};
+use super::retry::{RetryDelayFunc, default_retry_delay_fn};
+use super::sampler::Sampler;
+use super::task_error::TaskError;
+use crate::broker::Broker;
+
+/// Priority each queue gets in the published `ServerInfo.queues`.
+const PUBLISHED_PRIORITY: i32 = 1;
+
+/// Settings of [`Maintenance`]. [`MaintenanceConfig::default`] gives Go's
+/// intervals (wire spec §7.1).
+#[derive(Clone)]
+pub struct MaintenanceConfig {
+    /// How often due scheduled and retry tasks move to pending (Go
+    /// `DelayedTaskCheckInterval`). Default 5 s.
+    pub forwarder_interval: Duration,
+    /// How often lease-expired tasks are recovered. Default 1 min (Go).
+    pub recoverer_interval: Duration,
+    /// How often expired completed tasks are deleted (Go `JanitorInterval`).
+    /// Default 8 s.
+    pub janitor_interval: Duration,
+    /// Completed tasks deleted per script call (Go `JanitorBatchSize`).
+    /// Default 100.
+    pub janitor_batch_size: usize,
+    /// How often the server state is written. Default 5 s (Go); the entry
+    /// lives twice as long.
+    pub heartbeat_interval: Duration,
+    /// Register this process as a server (concurrency 0, status `active`).
+    /// Default `true`.
+    pub register_server: bool,
+    /// How often the outage sampler records each queue's retry and archived
+    /// sizes (`server::sampler`, S14, S29; under 1 s is taken as 1 s);
+    /// `None` turns it off. Default 5 s; `asynqdeck serve` uses its poll
+    /// interval.
+    pub sample_interval: Option<Duration>,
+    /// Delay before the next attempt of a task recovered after its lease
+    /// expired: `(Retried, error, task) -> Duration`. Default: the Sidekiq
+    /// curve (S4).
+    pub retry_delay_func: RetryDelayFunc,
+    /// Whether a lease expiry counts as a failure (Retried + 1, failed
+    /// counters). Default: always (Go).
+    pub is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+}
+
+impl Default for MaintenanceConfig {
+    fn default() -> Self {
+        MaintenanceConfig {
+            forwarder_interval: DEFAULT_FORWARD_INTERVAL,
+            recoverer_interval: DEFAULT_RECOVER_INTERVAL,
+            janitor_interval: DEFAULT_JANITOR_INTERVAL,
+            janitor_batch_size: DEFAULT_JANITOR_BATCH_SIZE,
+            heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
+            register_server: true,
+            sample_interval: Some(Duration::from_secs(5)),
+            retry_delay_func: default_retry_delay_fn(),
+            is_failure: Arc::new(|_| true),
+        }
+    }
+}
+
+impl std::fmt::Debug for MaintenanceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MaintenanceConfig")
+            .field("forwarder_interval", &self.forwarder_interval)
+            .field("recoverer_interval", &self.recoverer_interval)
+            .field("janitor_interval", &self.janitor_interval)
+            .field("janitor_batch_size", &self.janitor_batch_size)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("register_server", &self.register_server)
+            .field("sample_interval", &self.sample_interval)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Forwarder, recoverer, janitor and heartbeat over every queue, without a
+/// processor (see the module docs). Build with [`Maintenance::new`], start
+/// with [`Maintenance::run`].
+pub struct Maintenance {
+    broker: Broker,
+    config: MaintenanceConfig,
+    heartbeat: Heartbeat,
+}
+
+impl std::fmt::Debug for Maintenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Maintenance")
+            .field("config", &self.config)
+            .field("identity", self.heartbeat.identity())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Maintenance {
+    /// An engine on `broker` with `config`. Nothing runs until
+    /// [`Maintenance::run`]. The server identity (host, pid, a new UUIDv4)
+    /// is fixed here.
+    pub fn new(broker: Broker, config: MaintenanceConfig) -> Self {
+        let status = Arc::new(Mutex::new(ServerStatus::Active));
+        let heartbeat = Heartbeat::new(
+            broker.clone(),
+            HeartbeatConfig {
+                interval: config.heartbeat_interval,
+                concurrency: 0,
+                queues: BTreeMap::new(),
+                strict_priority: false,
+            },
+            Arc::new(InFlight::default()),
+            status,
+        );
+        Maintenance {
+            broker,
+            config,
+            heartbeat,
+        }
+    }
+
+    /// Who this engine registers as: the `{host}:{pid}:{server_id}` of its
+    /// `asynq:servers:{…}` key (wire spec §2.1, §4.2).
+    pub fn identity(&self) -> &ServerIdentity {
+        self.heartbeat.identity()
+    }
+
+    /// Runs the loops until `shutdown` is cancelled, then waits for the
+    /// tick in progress of each to finish and deletes the server state. A
+    /// failed tick (Redis down, a queue that fails) is logged and retried at
+    /// the next interval; this never returns early and never panics on
+    /// Redis errors.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let Maintenance {
+            broker,
+            config,
+            mut heartbeat,
+        } = self;
+        tracing::info!(
+            server = %format_identity(heartbeat.identity()),
+            "maintenance engine started (forwarder, recoverer, janitor, heartbeat, sampler)"
+        );
+        let mut loops = Vec::new();
+
+        let (b, c) = (broker.clone(), config.clone());
+        loops.push(tokio::spawn(every(
+            config.forwarder_interval,
+            false,
+            shutdown.clone(),
+            move || {
+                let (b, c) = (b.clone(), c.clone());
+                async move {
+                    if let Some(queues) = queues(&b, "forwarder").await {
+                        let _ = Forwarder::new(b, queues, c.forwarder_interval).tick().await;
+                    }
+                }
+            },
+        )));
+
+        let (b, c) = (broker.clone(), config.clone());
+        loops.push(tokio::spawn(every(
+            config.recoverer_interval,
+            true,
+            shutdown.clone(),
+            move || {
+                let (b, c) = (b.clone(), c.clone());
+                async move {
+                    if let Some(queues) = queues(&b, "recoverer").await {
+                        let _ = Recoverer::new(
+                            b,
+                            queues,
+                            c.recoverer_interval,
+                            c.retry_delay_func.clone(),
+                            c.is_failure.clone(),
+                        )
+                        .tick()
+                        .await;
+                    }
+                }
+            },
+        )));
+
+        let (b, c) = (broker.clone(), config.clone());
+        loops.push(tokio::spawn(every(
+            config.janitor_interval,
+            false,
+            shutdown.clone(),
+            move || {
+                let (b, c) = (b.clone(), c.clone());
+                async move {
+                    if let Some(queues) = queues(&b, "janitor").await {
+                        let _ = Janitor::new(b, queues, c.janitor_interval, c.janitor_batch_size)
+                            .tick()
+                            .await;
+                    }
+                }
+            },
+        )));
+
+        if let Some(interval) = config.sample_interval {
+            loops.push(tokio::spawn(
+                Sampler::new(broker.clone(), interval).run(shutdown.clone()),
+            ));
+        }
+
+        // The heartbeat runs here, last to stop: the server entry stays
+        // visible while the other loops finish their tick.
+        if config.register_server {
+            loop {
+                if let Some(queues) = queues(&broker, "heartbeat").await {
+                    heartbeat.set_queues(
+                        queues
+                            .into_iter()
+                            .map(|q| (q, PUBLISHED_PRIORITY))
+                            .collect(),
+                    );
+                }
+                if let Err(e) = heartbeat.tick().await {
+                    tracing::warn!(error = %e, "maintenance: heartbeat failed to write server state");
+                }
+                tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(config.heartbeat_interval) => {}
+                }
+            }
+        } else {
+            shutdown.cancelled().await;
+        }
+        for l in loops {
+            let _ = l.await;
+        }
+        if config.register_server
+            && let Err(e) = heartbeat.clear().await
+        {
+            tracing::warn!(error = %e, "maintenance: failed to clear server state");
+        }
+        tracing::info!("maintenance engine stopped");
+    }
+}
+
+fn format_identity(id: &ServerIdentity) -> String {
+    format!("{}:{}:{}", id.host, id.pid, id.server_id)
+}
+
+/// Every queue name, or `None` (logged) when Redis cannot list them.
+async fn queues(broker: &Broker, component: &'static str) -> Option<Vec<String>> {
+    match broker.all_queues().await {
+        Ok(q) => Some(q),
+        Err(e) => {
+            tracing::warn!(component, error = %e, "maintenance: cannot list queues; skipping this tick");
+            None
+        }
+    }
+}
+
+/// Calls `tick` every `interval` (first call at once when `immediately`,
+/// else after one interval) until `shutdown` is cancelled. A tick in
+/// progress is finished, not interrupted.
+async fn every<F, Fut>(interval: Duration, immediately: bool, shutdown: CancellationToken, tick: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    if immediately {
+        tick().await;
+    }
+    loop {
+        tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        tick().await;
+    }
+}

@@ -1,0 +1,169 @@
+//! Queue routes: `GET /queues`, `GET|DELETE /queues/{q}`,
+//! `POST /queues/{q}:pause|:resume`, `GET /queue_stats`,
+//! `GET /queues/{q}/groups` (asynqmon `queue_handlers.go`,
+//! `group_handlers.go`).
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::Method;
+use axum::response::IntoResponse;
+use serde::Serialize;
+
+use super::model::{DailyStatsJson, GroupJson, QueueSnapshot};
+use super::{ApiError, ApiResult, no_content, queue_snapshot};
+use crate::web::AppState;
+
+/// Days of history in `GET /queues/{q}` (asynqmon's fixed 10).
+const QUEUE_HISTORY_DAYS: usize = 10;
+/// Days of history per queue in `GET /queue_stats` (asynqmon's 90).
+const QUEUE_STATS_DAYS: usize = 90;
+
+/// `GET /queues` body.
+#[derive(Serialize)]
+struct QueuesResponse {
+    queues: Vec<QueueSnapshot>,
+    /// Queues whose statistics could not be read → why. Absent when empty
+    /// (asynqmon fails the whole response instead).
+    // asynqmon divergence: COMPATIBILITY.md#a6
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    errors: BTreeMap<String, String>,
+}
+
+/// `GET /queues`: `{"queues": [snapshot, ...]}` for every queue, sorted by
+/// name, from the shared snapshot. 503 when Redis is unreachable.
+pub async fn list(State(state): State<AppState>) -> ApiResult {
+    let snap = state.stats.get(&state.inspector).await;
+    if let Some(e) = &snap.error {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            e.clone(),
+        ));
+    }
+    let mut resp = QueuesResponse {
+        queues: Vec::with_capacity(snap.queues.len()),
+        errors: BTreeMap::new(),
+    };
+    for row in &snap.queues {
+        match &row.info {
+            Ok(info) => resp.queues.push(QueueSnapshot::from(info)),
+            Err(e) => {
+                resp.errors.insert(row.name.clone(), e.clone());
+            }
+        }
+    }
+    Ok(Json(resp).into_response())
+}
+
+/// `GET /queues/{q}` body.
+#[derive(Serialize)]
+struct QueueResponse {
+    /// `null` when the queue's statistics could not be read.
+    current: Option<QueueSnapshot>,
+    /// The last 10 UTC days, today first.
+    history: Vec<DailyStatsJson>,
+}
+
+/// `/queues/{segment}`: GET the queue, DELETE it (not forced), or POST
+/// `{q}:pause` / `{q}:resume` (the verb after the last `:`).
+pub async fn queue_segment(
+    State(state): State<AppState>,
+    method: Method,
+    Path(segment): Path<String>,
+) -> ApiResult {
+    match method {
+        Method::GET | Method::HEAD => get_queue(&state, &segment).await,
+        Method::DELETE => {
+            let result = state.inspector.delete_queue(&segment, false).await;
+            state.stats.invalidate().await;
+            result?;
+            Ok(no_content())
+        }
+        Method::POST => {
+            let Some((queue, verb)) = segment.rsplit_once(':') else {
+                return Err(ApiError::method_not_allowed());
+            };
+            let result = match verb {
+                "pause" => state.inspector.pause_queue(queue).await,
+                "resume" => state.inspector.unpause_queue(queue).await,
+                _ => return Err(ApiError::method_not_allowed()),
+            };
+            state.stats.invalidate().await;
+            result?;
+            Ok(no_content())
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// `{"current": snapshot, "history": [10 days]}`; 404 for an unknown queue.
+async fn get_queue(state: &AppState, queue: &str) -> ApiResult {
+    let current = queue_snapshot(state, queue).await?;
+    let history = state
+        .inspector
+        .history(queue, QUEUE_HISTORY_DAYS)
+        .await?
+        .iter()
+        .map(DailyStatsJson::from)
+        .collect();
+    Ok(Json(QueueResponse { current, history }).into_response())
+}
+
+/// `GET /queue_stats` body.
+#[derive(Serialize)]
+struct QueueStatsResponse {
+    /// Queue → the last 90 UTC days, today first.
+    stats: BTreeMap<String, Vec<DailyStatsJson>>,
+    /// Queues whose history could not be read → why; absent when empty.
+    // asynqmon divergence: COMPATIBILITY.md#a6
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    errors: BTreeMap<String, String>,
+}
+
+/// `GET /queue_stats`: `{"stats": {queue: [{queue, processed, succeeded,
+/// failed, date}, ...]}}`, 90 days per queue.
+pub async fn daily_stats(State(state): State<AppState>) -> ApiResult {
+    let names = state.inspector.queues().await?;
+    let histories = futures_util::future::join_all(
+        names
+            .iter()
+            .map(|q| state.inspector.history(q, QUEUE_STATS_DAYS)),
+    )
+    .await;
+    let mut resp = QueueStatsResponse {
+        stats: BTreeMap::new(),
+        errors: BTreeMap::new(),
+    };
+    for (name, history) in names.into_iter().zip(histories) {
+        match history {
+            Ok(days) => {
+                resp.stats
+                    .insert(name, days.iter().map(DailyStatsJson::from).collect());
+            }
+            Err(e) => {
+                resp.errors.insert(name, e.to_string());
+            }
+        }
+    }
+    Ok(Json(resp).into_response())
+}
+
+/// `GET /queues/{q}/groups` body.
+#[derive(Serialize)]
+struct GroupsResponse {
+    groups: Vec<GroupJson>,
+    stats: Option<QueueSnapshot>,
+}
+
+/// `GET /queues/{q}/groups`: `{"groups": [{group, size}], "stats":
+/// snapshot}`; 404 for an unknown queue (asynq lists no groups for it).
+pub async fn groups(State(state): State<AppState>, Path(queue): Path<String>) -> ApiResult {
+    let groups = state.inspector.groups(&queue).await?;
+    let stats = queue_snapshot(&state, &queue).await?;
+    Ok(Json(GroupsResponse {
+        groups: groups.iter().map(GroupJson::from).collect(),
+        stats,
+    })
+    .into_response())
+}

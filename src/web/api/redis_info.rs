@@ -1,0 +1,93 @@
+//! `GET /redis_info` (asynqmon `redis_info_handlers.go`) and the
+//! unsupported Prometheus proxy `GET /metrics`.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::ApiResult;
+use crate::web::AppState;
+
+/// asynqmon `queueLocationInfo`.
+#[derive(Serialize)]
+struct QueueLocationJson {
+    queue: String,
+    keyslot: i64,
+    /// `null` when no node serves the slot (a Go nil slice).
+    nodes: Option<Vec<String>>,
+}
+
+/// asynqmon `redisInfoResponse`.
+#[derive(Serialize)]
+struct RedisInfoResponse {
+    address: String,
+    /// Parsed `INFO`; on a cluster, parsed `CLUSTER INFO` (as asynqmon).
+    info: BTreeMap<String, String>,
+    /// Raw `INFO`; on a cluster, raw `CLUSTER INFO` (as asynqmon).
+    raw_info: String,
+    cluster: bool,
+    /// Raw `CLUSTER NODES`; `""` outside a cluster.
+    raw_cluster_nodes: String,
+    /// `null` outside a cluster or when there is no queue.
+    queue_locations: Option<Vec<QueueLocationJson>>,
+}
+
+/// `GET /redis_info`: `{address, info, raw_info, cluster,
+/// raw_cluster_nodes, queue_locations}`. 503 when Redis is unreachable or
+/// refuses `INFO`.
+pub async fn redis_info(State(state): State<AppState>) -> ApiResult {
+    let info = state.inspector.redis_info().await?;
+    let resp = match info.cluster {
+        None => RedisInfoResponse {
+            address: info.address,
+            info: info.info,
+            raw_info: info.raw_info,
+            cluster: false,
+            raw_cluster_nodes: String::new(),
+            queue_locations: None,
+        },
+        Some(c) => {
+            let locations: Vec<QueueLocationJson> = c
+                .queue_locations
+                .into_iter()
+                .map(|l| QueueLocationJson {
+                    queue: l.queue,
+                    keyslot: l.keyslot,
+                    nodes: (!l.nodes.is_empty()).then_some(l.nodes),
+                })
+                .collect();
+            RedisInfoResponse {
+                address: info.address,
+                info: c.cluster_info,
+                raw_info: c.raw_cluster_info,
+                cluster: true,
+                raw_cluster_nodes: c.raw_cluster_nodes,
+                queue_locations: (!locations.is_empty()).then_some(locations),
+            }
+        }
+    };
+    Ok(Json(resp).into_response())
+}
+
+#[derive(Serialize)]
+struct MetricsUnsupported {
+    error: &'static str,
+}
+
+/// `GET /metrics`: asynqmon proxies Prometheus `query_range` here for its
+/// Metrics page; asynqdeck has no such page, so this is a 404 with a JSON
+/// error. Prometheus scrapes asynqdeck's own `/metrics` instead.
+// asynqmon divergence: COMPATIBILITY.md#a9
+pub async fn metrics() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(MetricsUnsupported {
+            error: "the metrics page (Prometheus query proxy) is not supported by asynqdeck; scrape asynqdeck's /metrics with Prometheus instead",
+        }),
+    )
+        .into_response()
+}

@@ -1,0 +1,76 @@
+//! Server and scheduler routes: `GET /servers`, `GET /scheduler_entries`,
+//! `GET /scheduler_entries/{id}/enqueue_events` (asynqmon
+//! `server_handlers.go`, `scheduler_entry_handlers.go`).
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use serde::Serialize;
+
+use super::model::{EnqueueEventJson, SchedulerEntryJson, ServerJson};
+use super::{ApiResult, limits, page_of};
+use crate::web::AppState;
+
+#[derive(Serialize)]
+struct ServersResponse {
+    servers: Vec<ServerJson>,
+}
+
+/// `GET /servers`: `{"servers": [...]}`, every live server with its active
+/// workers (payloads cut to `--max-payload-length`), sorted by host, pid,
+/// id.
+pub async fn servers(State(state): State<AppState>) -> ApiResult {
+    let lim = limits(&state);
+    let servers = state
+        .inspector
+        .servers()
+        .await?
+        .iter()
+        .map(|s| ServerJson::new(s, lim))
+        .collect();
+    Ok(Json(ServersResponse { servers }).into_response())
+}
+
+#[derive(Serialize)]
+struct EntriesResponse {
+    entries: Vec<SchedulerEntryJson>,
+}
+
+/// `GET /scheduler_entries`: `{"entries": [...]}` of every running
+/// scheduler.
+pub async fn scheduler_entries(State(state): State<AppState>) -> ApiResult {
+    let lim = limits(&state);
+    let entries = state
+        .inspector
+        .scheduler_entries()
+        .await?
+        .iter()
+        .map(|e| SchedulerEntryJson::new(e, lim))
+        .collect();
+    Ok(Json(EntriesResponse { entries }).into_response())
+}
+
+#[derive(Serialize)]
+struct EventsResponse {
+    events: Vec<EnqueueEventJson>,
+}
+
+/// `GET /scheduler_entries/{id}/enqueue_events?page=&size=`: `{"events":
+/// [{task_id, enqueued_at}]}`, newest first; an unknown entry has none.
+pub async fn enqueue_events(
+    State(state): State<AppState>,
+    Path(entry): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let page = page_of(&query)?;
+    let events = state
+        .inspector
+        .scheduler_enqueue_events(&entry, page)
+        .await?
+        .iter()
+        .map(EnqueueEventJson::from)
+        .collect();
+    Ok(Json(EventsResponse { events }).into_response())
+}

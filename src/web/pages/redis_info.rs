@@ -1,0 +1,230 @@
+//! Redis page: the server's version, uptime, memory (used, peak,
+//! fragmentation), clients, role and replicas, last save, keyspace and the
+//! raw `INFO`; on a cluster node also `CLUSTER INFO`, each queue's hash slot
+//! and nodes, and the raw `CLUSTER NODES` (asynqmon `/redis`, built on
+//! [`Inspector::redis_info`](crate::Inspector::redis_info)). A live fragment.
+//!
+//! A field Redis does not report (managed services hide some) shows "n/a".
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use chrono::{DateTime, Utc};
+
+use super::servers::When;
+use super::{Layout, is_htmx};
+use crate::inspector::{QueueLocation, RedisInfo};
+use crate::web::AppState;
+use crate::web::error::PageError;
+use crate::web::format;
+
+/// One summary card: a label and its value ("n/a" when Redis did not say).
+pub struct Card {
+    pub label: &'static str,
+    pub value: String,
+    /// Smaller print under the value (e.g. the relative time).
+    pub note: String,
+}
+
+/// One database of the keyspace section.
+pub struct KeyspaceRow {
+    /// `db0`.
+    pub db: String,
+    /// `keys=12,expires=0,avg_ttl=0`.
+    pub stats: String,
+}
+
+/// Cluster facts, formatted.
+pub struct ClusterView {
+    pub state: String,
+    pub known_nodes: String,
+    pub size: String,
+    pub slots_ok: String,
+    pub locations: Vec<QueueLocation>,
+    pub raw_info: String,
+    pub raw_nodes: String,
+}
+
+fn field(info: &BTreeMap<String, String>, key: &str) -> String {
+    info.get(key)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "n/a".to_string())
+}
+
+fn cards(info: &BTreeMap<String, String>, now: DateTime<Utc>) -> Vec<Card> {
+    let uptime = info
+        .get("uptime_in_seconds")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or_else(|| "n/a".to_string(), format::human_duration);
+    let last_save = info
+        .get("rdb_last_save_time")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|s| *s > 0)
+        .and_then(|s| DateTime::from_timestamp(s, 0))
+        .map(|t| When::new(t, now));
+    let (save_value, save_note) = match last_save {
+        Some(w) => (w.utc, w.relative),
+        None => ("n/a".to_string(), String::new()),
+    };
+    let card = |label, value: String, note: String| Card { label, value, note };
+    vec![
+        card(
+            "Version",
+            field(info, "redis_version"),
+            field(info, "redis_mode"),
+        ),
+        card("Uptime", uptime, String::new()),
+        card(
+            "Used memory",
+            field(info, "used_memory_human"),
+            match info.get("maxmemory").map(|v| v.trim()) {
+                Some("0") => "no maxmemory limit".to_string(),
+                _ => format!("maxmemory {}", field(info, "maxmemory_human")),
+            },
+        ),
+        card(
+            "Peak memory",
+            field(info, "used_memory_peak_human"),
+            String::new(),
+        ),
+        card(
+            "Fragmentation ratio",
+            field(info, "mem_fragmentation_ratio"),
+            String::new(),
+        ),
+        card(
+            "Connected clients",
+            field(info, "connected_clients"),
+            format!("{} blocked", field(info, "blocked_clients")),
+        ),
+        card("Role", field(info, "role"), String::new()),
+        card(
+            "Connected replicas",
+            field(info, "connected_slaves"),
+            String::new(),
+        ),
+        card("Last save", save_value, save_note),
+        card(
+            "Changes since last save",
+            field(info, "rdb_changes_since_last_save"),
+            String::new(),
+        ),
+    ]
+}
+
+/// `db<N>` entries, in database order.
+fn keyspace(info: &BTreeMap<String, String>) -> Vec<KeyspaceRow> {
+    let mut rows: Vec<(u32, KeyspaceRow)> = info
+        .iter()
+        .filter_map(|(k, v)| {
+            let n = k.strip_prefix("db")?.parse::<u32>().ok()?;
+            Some((
+                n,
+                KeyspaceRow {
+                    db: k.clone(),
+                    stats: v.clone(),
+                },
+            ))
+        })
+        .collect();
+    rows.sort_by_key(|(n, _)| *n);
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "redis.html")]
+struct RedisPage {
+    layout: Layout,
+    live: RedisLive,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "redis_live.html")]
+struct RedisLive {
+    layout: Layout,
+    address: String,
+    cards: Vec<Card>,
+    keyspace: Vec<KeyspaceRow>,
+    cluster: Option<ClusterView>,
+    raw_info: String,
+    taken_at: When,
+}
+
+fn live(state: &AppState, r: RedisInfo, now: DateTime<Utc>) -> RedisLive {
+    let cluster = r.cluster.map(|c| ClusterView {
+        state: field(&c.cluster_info, "cluster_state"),
+        known_nodes: field(&c.cluster_info, "cluster_known_nodes"),
+        size: field(&c.cluster_info, "cluster_size"),
+        slots_ok: field(&c.cluster_info, "cluster_slots_ok"),
+        locations: c.queue_locations,
+        raw_info: c.raw_cluster_info,
+        raw_nodes: c.raw_cluster_nodes,
+    });
+    RedisLive {
+        layout: Layout::new(state, "Redis", "redis"),
+        address: r.address,
+        cards: cards(&r.info, now),
+        keyspace: keyspace(&r.info),
+        cluster,
+        raw_info: r.raw_info,
+        taken_at: When::new(now, now),
+    }
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/redis", get(view_redis_get))
+}
+
+/// `GET /redis`: the page, or its live part when htmx asks. Redis
+/// unreachable or refusing `INFO` → 503 page.
+async fn view_redis_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let info = match state.inspector.redis_info().await {
+        Ok(i) => i,
+        Err(e) => return PageError::from_error(e, &state.config.root_path).into_response(),
+    };
+    let now = state.inspector.broker().now();
+    let live = live(&state, info, now);
+    if is_htmx(&headers) {
+        return live.into_response();
+    }
+    RedisPage {
+        layout: Layout::new(&state, "Redis", "redis"),
+        live,
+    }
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inspector::parse_info;
+
+    /// Missing fields read "n/a"; uptime and last save are formatted;
+    /// keyspace rows come in database order.
+    #[test]
+    fn cards_and_keyspace() {
+        let info = parse_info(
+            "# Server\r\nredis_version:7.0.15\r\nuptime_in_seconds:90000\r\n# Persistence\r\nrdb_last_save_time:1000000\r\n# Keyspace\r\ndb10:keys=1,expires=0,avg_ttl=0\r\ndb2:keys=5,expires=1,avg_ttl=9\r\n",
+        );
+        let now = DateTime::from_timestamp(1_000_060, 0).unwrap();
+        let c = cards(&info, now);
+        assert_eq!((c[0].label, c[0].value.as_str()), ("Version", "7.0.15"));
+        assert_eq!(c[1].value, "1d 1h");
+        assert_eq!(c[2].value, "n/a");
+        assert_eq!(c[2].note, "maxmemory n/a");
+        assert_eq!(c[8].value, "1970-01-12 13:46:40 UTC");
+        assert_eq!(c[8].note, "1m 0s ago");
+        let k = keyspace(&info);
+        assert_eq!(
+            k.iter().map(|r| r.db.as_str()).collect::<Vec<_>>(),
+            ["db2", "db10"]
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Schedulers page: the periodic tasks registered by running schedulers
+//! (id, cron spec, task type, payload, options, next and previous enqueue;
+//! Go `Inspector.SchedulerEntries`), and one entry's enqueue history, newest
+//! first and paginated (Go `Inspector.ListSchedulerEnqueueEvents`; asynqmon
+//! `/schedulers`). The entries table is a live fragment.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Deserialize;
+
+use super::servers::When;
+use super::{Layout, is_htmx};
+use crate::inspector::{Page, SchedulerEntry};
+use crate::web::AppState;
+use crate::web::error::PageError;
+use crate::web::format::{self, Preview};
+
+/// Default number of events per history page.
+const DEFAULT_EVENTS_PAGE_SIZE: usize = 20;
+/// Largest history page (a scheduler keeps at most 1,000 events per entry).
+const MAX_EVENTS_PAGE_SIZE: usize = 1000;
+
+/// One scheduler entry, formatted.
+pub struct EntryRow {
+    pub id: String,
+    pub spec: String,
+    pub task_type: String,
+    pub payload: Preview,
+    pub options: Vec<String>,
+    pub next: Option<When>,
+    /// `None`: never enqueued yet.
+    pub prev: Option<When>,
+}
+
+fn rows(
+    entries: Vec<SchedulerEntry>,
+    now: chrono::DateTime<chrono::Utc>,
+    max_payload: usize,
+) -> Vec<EntryRow> {
+    entries
+        .into_iter()
+        .map(|e| EntryRow {
+            payload: format::preview(&e.payload, max_payload, false),
+            id: e.id,
+            spec: e.spec,
+            task_type: e.task_type,
+            options: e.options,
+            next: When::opt(e.next_enqueue_at, now),
+            prev: When::opt(e.prev_enqueue_at, now),
+        })
+        .collect()
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "schedulers.html")]
+struct SchedulersPage {
+    layout: Layout,
+    list: SchedulersList,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "schedulers_list.html")]
+struct SchedulersList {
+    layout: Layout,
+    entries: Vec<EntryRow>,
+    taken_at: When,
+}
+
+/// One enqueue of an entry.
+pub struct EventRow {
+    pub task_id: String,
+    pub enqueued_at: When,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "schedulers_events.html")]
+struct EventsPage {
+    layout: Layout,
+    events: EventsList,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "schedulers_events_list.html")]
+struct EventsList {
+    layout: Layout,
+    entry_id: String,
+    events: Vec<EventRow>,
+    page: usize,
+    size: usize,
+    /// Rank of the first event shown, 1-based (for "events 21–40").
+    first: usize,
+    /// Whether a further (older) page may exist: this page is full.
+    more: bool,
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/schedulers", get(view_schedulers_get))
+        .route("/schedulers/{entry_id}/events", get(view_events_get))
+}
+
+/// `GET /schedulers`: the page, or its live list when htmx asks.
+async fn view_schedulers_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let entries = match state.inspector.scheduler_entries().await {
+        Ok(e) => e,
+        Err(e) => return PageError::from_error(e, &state.config.root_path).into_response(),
+    };
+    let now = state.inspector.broker().now();
+    let list = SchedulersList {
+        layout: Layout::new(&state, "Schedulers", "schedulers"),
+        entries: rows(entries, now, state.config.max_payload_length),
+        taken_at: When::new(now, now),
+    };
+    if is_htmx(&headers) {
+        return list.into_response();
+    }
+    SchedulersPage {
+        layout: Layout::new(&state, "Schedulers", "schedulers"),
+        list,
+    }
+    .into_response()
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    page: Option<String>,
+    size: Option<String>,
+}
+
+/// Parses an optional positive number from the query string; `None` for a
+/// missing or empty value.
+fn number(value: Option<&str>, name: &str) -> Result<Option<usize>, String> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(Some(n)),
+            _ => Err(format!(
+                "{name} must be a whole number of at least 1, got {v:?}"
+            )),
+        },
+    }
+}
+
+/// `GET /schedulers/{entry_id}/events?page=&size=`: one page of the entry's
+/// enqueue history (newest first); the list alone when htmx asks. A page
+/// beyond the end is empty; a bad page or size is a 400.
+async fn view_events_get(
+    State(state): State<AppState>,
+    Path(entry_id): Path<String>,
+    Query(q): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let root = &state.config.root_path;
+    let parsed = number(q.page.as_deref(), "page")
+        .and_then(|page| number(q.size.as_deref(), "size").map(|size| (page.unwrap_or(1), size)));
+    let (page, size) = match parsed {
+        Ok((page, size)) => (
+            page,
+            size.unwrap_or(DEFAULT_EVENTS_PAGE_SIZE)
+                .min(MAX_EVENTS_PAGE_SIZE),
+        ),
+        Err(message) => {
+            return PageError {
+                status: StatusCode::BAD_REQUEST,
+                message,
+                root: root.clone(),
+            }
+            .into_response();
+        }
+    };
+    let events = match state
+        .inspector
+        .scheduler_enqueue_events(&entry_id, Page { number: page, size })
+        .await
+    {
+        Ok(e) => e,
+        Err(e) => return PageError::from_error(e, root).into_response(),
+    };
+    let now = state.inspector.broker().now();
+    let title = format!("Enqueue history of {entry_id}");
+    let list = EventsList {
+        layout: Layout::new(&state, title.clone(), "schedulers"),
+        more: events.len() == size,
+        events: events
+            .into_iter()
+            .map(|e| EventRow {
+                task_id: e.task_id,
+                enqueued_at: When::new(e.enqueued_at, now),
+            })
+            .collect(),
+        entry_id,
+        page,
+        size,
+        first: (page - 1).saturating_mul(size).saturating_add(1),
+    };
+    if is_htmx(&headers) {
+        return list.into_response();
+    }
+    EventsPage {
+        layout: Layout::new(&state, title, "schedulers"),
+        events: list,
+    }
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::number;
+
+    #[test]
+    fn query_numbers() {
+        assert_eq!(number(None, "page"), Ok(None));
+        assert_eq!(number(Some(""), "page"), Ok(None));
+        assert_eq!(number(Some("3"), "page"), Ok(Some(3)));
+        assert!(number(Some("0"), "page").is_err());
+        assert!(number(Some("x"), "size").is_err());
+    }
+}

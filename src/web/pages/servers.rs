@@ -1,0 +1,154 @@
+//! Servers page: every running server (Go or asynqdeck) with its host, pid,
+//! queues and their weights, strict priority, concurrency, status, start
+//! time, and the tasks its workers run now (Go `Inspector.Servers`; asynqmon
+//! `/servers`). The table is a live fragment refreshed every poll interval.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use chrono::{DateTime, Utc};
+
+use super::{Layout, is_htmx};
+use crate::inspector::ServerInfo;
+use crate::web::AppState;
+use crate::web::error::PageError;
+use crate::web::format::{self, Preview};
+
+/// A time shown three ways: UTC text, ISO for `<time datetime>` (the
+/// browser adds the local time) and relative to now.
+#[derive(Clone, Debug)]
+pub struct When {
+    /// `2026-11-29 19:50:01 UTC`.
+    pub utc: String,
+    /// RFC 3339.
+    pub iso: String,
+    /// `3m 2s ago`, `in 5s`.
+    pub relative: String,
+}
+
+impl When {
+    /// `t` as seen at `now`.
+    pub fn new(t: DateTime<Utc>, now: DateTime<Utc>) -> Self {
+        When {
+            utc: format::utc(t),
+            iso: format::iso(t),
+            relative: format::relative(t, now),
+        }
+    }
+
+    /// `t` (if any) as seen at `now`.
+    pub fn opt(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<Self> {
+        t.map(|t| When::new(t, now))
+    }
+}
+
+/// One queue a server serves, with its weight.
+pub struct QueueWeight {
+    pub name: String,
+    pub weight: i32,
+}
+
+/// One task a server runs.
+pub struct WorkerRow {
+    pub task_id: String,
+    pub task_type: String,
+    pub queue: String,
+    pub payload: Preview,
+    pub started: Option<When>,
+    pub deadline: Option<When>,
+}
+
+/// One server, formatted.
+pub struct ServerRow {
+    pub host: String,
+    pub pid: i32,
+    pub server_id: String,
+    pub concurrency: i32,
+    /// Highest weight first, then by name.
+    pub queues: Vec<QueueWeight>,
+    pub strict_priority: bool,
+    pub status: String,
+    pub started: Option<When>,
+    pub workers: Vec<WorkerRow>,
+}
+
+fn rows(servers: Vec<ServerInfo>, now: DateTime<Utc>, max_payload: usize) -> Vec<ServerRow> {
+    servers
+        .into_iter()
+        .map(|s| {
+            let mut queues: Vec<QueueWeight> = s
+                .queues
+                .into_iter()
+                .map(|(name, weight)| QueueWeight { name, weight })
+                .collect();
+            queues.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.name.cmp(&b.name)));
+            ServerRow {
+                host: s.host,
+                pid: s.pid,
+                server_id: s.server_id,
+                concurrency: s.concurrency,
+                queues,
+                strict_priority: s.strict_priority,
+                status: s.status,
+                started: When::opt(s.started, now),
+                workers: s
+                    .active_workers
+                    .into_iter()
+                    .map(|w| WorkerRow {
+                        payload: format::preview(&w.task_payload, max_payload, false),
+                        task_id: w.task_id,
+                        task_type: w.task_type,
+                        queue: w.queue,
+                        started: When::opt(w.started, now),
+                        deadline: When::opt(w.deadline, now),
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "servers.html")]
+struct ServersPage {
+    layout: Layout,
+    list: ServersList,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "servers_list.html")]
+struct ServersList {
+    layout: Layout,
+    servers: Vec<ServerRow>,
+    taken_at: When,
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/servers", get(view_servers_get))
+}
+
+/// `GET /servers`: the page, or its live list when htmx asks.
+async fn view_servers_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let servers = match state.inspector.servers().await {
+        Ok(s) => s,
+        Err(e) => return PageError::from_error(e, &state.config.root_path).into_response(),
+    };
+    let now = state.inspector.broker().now();
+    let list = ServersList {
+        layout: Layout::new(&state, "Servers", "servers"),
+        servers: rows(servers, now, state.config.max_payload_length),
+        taken_at: When::new(now, now),
+    };
+    if is_htmx(&headers) {
+        return list.into_response();
+    }
+    ServersPage {
+        layout: Layout::new(&state, "Servers", "servers"),
+        list,
+    }
+    .into_response()
+}
