@@ -16,4 +16,5 @@ mod server_smoke;
 mod servers;
 mod web_api;
 mod web_pages;
+mod web_queues;
 mod web_tasks;

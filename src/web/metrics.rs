@@ -242,10 +242,12 @@ mod tests {
                 QueueRow {
                     name: "bad".into(),
                     info: Err("boom".into()),
+                    growth: None,
                 },
                 QueueRow {
                     name: "default".into(),
                     info: Ok(info("default")),
+                    growth: None,
                 },
             ],
             error: None,

@@ -53,6 +53,9 @@ pub struct QueueRow {
     pub name: String,
     /// Statistics, or the error text (the row then shows "n/a").
     pub info: Result<QueueInfo, String>,
+    /// Retry growth from the outage sampler's series (`None` until two
+    /// samples exist, or when the series cannot be read).
+    pub growth: Option<crate::inspector::RetryGrowth>,
 }
 
 /// Statistics of every queue at one moment.
@@ -72,6 +75,8 @@ pub struct StatsCache {
     interval: Duration,
     /// The snapshot with the wall-clock slot it belongs to.
     slot: tokio::sync::Mutex<Option<(u128, Arc<Snapshot>)>>,
+    /// How many snapshots were computed (each costs Redis two scripts per queue).
+    computed: std::sync::atomic::AtomicU64,
 }
 
 impl StatsCache {
@@ -80,6 +85,7 @@ impl StatsCache {
         StatsCache {
             interval,
             slot: tokio::sync::Mutex::new(None),
+            computed: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -102,11 +108,18 @@ impl StatsCache {
             return snap.clone();
         }
         let snap = Arc::new(Self::compute(inspector).await);
+        self.computed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // A failed read is not cached, so the page recovers with Redis.
         if snap.error.is_none() {
             *slot = Some((current, snap.clone()));
         }
         snap
+    }
+
+    /// How many snapshots this cache has computed since it was made.
+    pub fn computations(&self) -> u64 {
+        self.computed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Drops the cached snapshot (after an action changed the numbers).
@@ -128,12 +141,17 @@ impl StatsCache {
         };
         let infos =
             futures_util::future::join_all(names.iter().map(|q| inspector.queue_info(q))).await;
+        let samples =
+            futures_util::future::join_all(names.iter().map(|q| inspector.queue_samples(q))).await;
         let queues = names
             .into_iter()
-            .zip(infos)
-            .map(|(name, info)| QueueRow {
+            .zip(infos.into_iter().zip(samples))
+            .map(|(name, (info, samples))| QueueRow {
                 name,
                 info: info.map_err(|e| e.to_string()),
+                growth: samples
+                    .ok()
+                    .and_then(|s| crate::inspector::retry_growth(&s, taken_at)),
             })
             .collect();
         Snapshot {

@@ -40,6 +40,10 @@ pub struct RowStats {
     pub error_rate: String,
     pub memory: String,
     pub latency: String,
+    /// Retry growth over the last 5 minutes, e.g. `+42`; empty without samples.
+    pub retry_trend: String,
+    /// The retry set grows fast: an outage signal (S14, S29).
+    pub retry_fast: bool,
 }
 
 fn rows(snap: &Snapshot) -> Vec<Row> {
@@ -63,6 +67,11 @@ fn rows(snap: &Snapshot) -> Vec<Row> {
                     error_rate: format::error_rate(i.failed, i.processed),
                     memory: format::bytes(i.memory_usage),
                     latency: format::human_duration(i.latency.as_secs()),
+                    retry_trend: q
+                        .growth
+                        .map(|g| format!("{:+} in 5 min", g.last_5m.delta()))
+                        .unwrap_or_default(),
+                    retry_fast: q.growth.is_some_and(|g| g.fast),
                 }),
                 error: String::new(),
             },
@@ -86,6 +95,8 @@ struct QueuesPage {
 #[template(path = "_queues_table.html")]
 struct QueuesTable {
     layout: Layout,
+    /// Queues whose retry set grows fast (outage banner).
+    growing: Vec<String>,
     rows: Vec<Row>,
     error: String,
     taken_at: String,
@@ -102,9 +113,15 @@ pub fn routes() -> axum::Router<AppState> {
 
 async fn queues_table(state: &AppState) -> QueuesTable {
     let snap = state.stats.get(&state.inspector).await;
+    let rows = rows(&snap);
     QueuesTable {
         layout: Layout::new(state, "Queues", "queues"),
-        rows: rows(&snap),
+        growing: rows
+            .iter()
+            .filter(|r| r.stats.as_ref().is_some_and(|s| s.retry_fast))
+            .map(|r| r.name.clone())
+            .collect(),
+        rows,
         error: snap.error.clone().unwrap_or_default(),
         taken_at: format::utc(snap.taken_at),
         taken_at_iso: format::iso(snap.taken_at),
