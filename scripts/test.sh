@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs every test of asynqdeck on this machine, installing what a fresh
 # machine lacks: redis-server (Debian package) for the private test servers,
-# and the Go modules of the interop peer (through the Go module proxy).
+# Debian's chromium and chromium-driver for the browser tests
+# (tests/browser/), and the Go modules of the interop peer (through the Go
+# module proxy).
 # Usage: bash scripts/test.sh   (the README's test command; .ci/run calls it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || need_apt+=(chromium chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> installing ${need_apt[*]} from Debian's packages"
   export DEBIAN_FRONTEND=noninteractive
@@ -15,7 +18,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   "${apt_get[@]}" update -qq
   "${apt_get[@]}" install -y -qq "${need_apt[@]}" >/dev/null
 fi
-for tool in cargo go redis-server; do
+for tool in cargo go redis-server /usr/bin/chromium /usr/bin/chromedriver; do
   command -v "$tool" >/dev/null 2>&1 || { echo "error: $tool not found" >&2; exit 1; }
 done
 

@@ -257,8 +257,8 @@ async fn outage_banner_on_fast_retry_growth() {
             r#"Retry queue of <a href="/queues/default/retry">default</a> is growing fast"#
         )
     );
-    assert!(html.contains(r#"<span class="trend fast" title="Retry tasks added over the last 5 minutes">+80 in 5 min</span>"#), "{html}");
-    assert!(html.contains(r#"<span class="trend" title="Retry tasks added over the last 5 minutes">+0 in 5 min</span>"#));
+    assert!(html.contains(r#"<span class="trend fast" title="Change of the retry set over the last 5 minutes (or since sampling began)">+80 in 4m 0s</span>"#), "{html}");
+    assert!(html.contains(r#"<span class="trend" title="Change of the retry set over the last 5 minutes (or since sampling began)">+0 in 4m 0s</span>"#));
 }
 
 /// Statistics are computed once per interval slot: ten concurrent viewers

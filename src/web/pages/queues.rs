@@ -69,7 +69,13 @@ fn rows(snap: &Snapshot) -> Vec<Row> {
                     latency: format::human_duration(i.latency.as_secs()),
                     retry_trend: q
                         .growth
-                        .map(|g| format!("{:+} in 5 min", g.last_5m.delta()))
+                        .map(|g| {
+                            format!(
+                                "{:+} in {}",
+                                g.last_5m.delta(),
+                                format::human_duration(g.last_5m.span.as_secs())
+                            )
+                        })
                         .unwrap_or_default(),
                     retry_fast: q.growth.is_some_and(|g| g.fast),
                 }),

@@ -1,0 +1,360 @@
+//! Redis commands per minute of `asynqdeck serve` with 0, 1 and 10 viewers
+//! polling the queues page (issue 4: "ten open browser tabs must not mean
+//! ten times the Redis work").
+//!
+//! ```text
+//! cargo build --release --bin asynqdeck
+//! cargo run --release --example bench_viewers -- [--queues 50] [--seconds 60]
+//! ```
+//!
+//! What it does (Markdown on stdout, progress on stderr):
+//! 1. Starts a private redis-server on a free loopback port (`--save ""
+//!    --appendonly no`), killed when the bench ends, and seeds `--queues`
+//!    queues, each with 100 pending, 20 scheduled (in 1 h), 20 retry (in
+//!    1 h) and 20 archived tasks, so each state has more tasks than the
+//!    memory estimate samples.
+//! 2. Calibration: one page load with the engine off gives the commands of
+//!    one statistics snapshot.
+//! 3. For each scenario (engine off × 1, 10, 50 viewers; on × 0, 1, 10) starts
+//!    `target/release/asynqdeck serve --poll-interval 5s` (plus
+//!    `--no-engine` where off), waits 6 s (start-up ticks), runs
+//!    `CONFIG RESETSTAT`, then runs the viewers for `--seconds`: each viewer
+//!    loads `/` once, then requests the live fragment (`GET /` with
+//!    `HX-Request: true`, what htmx sends) every 5 s; viewer i starts
+//!    i × 5 s / n after the others, so the tabs poll out of phase as real
+//!    ones do. Then `INFO commandstats` gives every command Redis ran
+//!    (commands inside Lua scripts included), minus the INFO itself, scaled
+//!    to one minute; "snapshots / min" is that (less the engine-only
+//!    figure when the engine runs) divided by the calibrated snapshot cost.
+//!    The dashboard is stopped with SIGTERM.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use asynqdeck::broker::Broker;
+use asynqdeck::{Client, EnqueueOptions, Task};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+const POLL: Duration = Duration::from_secs(5);
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str, default: u64| -> anyhow::Result<u64> {
+        match args.iter().position(|a| a == name) {
+            Some(i) => args
+                .get(i + 1)
+                .context("missing value")?
+                .parse()
+                .with_context(|| format!("{name} takes a number")),
+            None => Ok(default),
+        }
+    };
+    let queues = flag("--queues", 50)? as usize;
+    let seconds = flag("--seconds", 60)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(queues, Duration::from_secs(seconds)))
+}
+
+struct Redis {
+    child: std::process::Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn start_redis() -> anyhow::Result<Redis> {
+    let port = free_port()?;
+    let dir = std::env::temp_dir().join(format!("asynqdeck-bench-viewers-{port}"));
+    std::fs::create_dir_all(&dir)?;
+    let child = std::process::Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .context("redis-server must be installed")?;
+    let redis = Redis { child, port, dir };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            bail!("redis-server did not start");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(redis)
+}
+
+async fn seed(url: &str, queues: usize) -> anyhow::Result<()> {
+    let client = Client::connect(url).await?;
+    let broker = Broker::connect(url).await?;
+    let task = Task::new(
+        "bench:view",
+        br#"{"user":42,"note":"viewer bench"}"#.to_vec(),
+    );
+    for q in 0..queues {
+        let queue = format!("queue-{q:02}");
+        let opts = EnqueueOptions::new().queue(&queue);
+        // 40 to fail (20 retry, 20 archived), then 100 pending, 20 scheduled.
+        for _ in 0..40 {
+            client.enqueue(&task, opts.clone()).await?;
+        }
+        let now = chrono::Utc::now();
+        let leased = broker
+            .dequeue(&queue, 40, now + chrono::Duration::seconds(30))
+            .await?;
+        for (i, t) in leased.into_iter().enumerate() {
+            let t = t.map_err(|(id, e)| anyhow::anyhow!("{id}: {e}"))?;
+            if i < 20 {
+                broker
+                    .retry(&t, now + chrono::Duration::hours(1), "boom", true)
+                    .await?;
+            } else {
+                broker.archive(&t, "boom").await?;
+            }
+        }
+        for _ in 0..100 {
+            client.enqueue(&task, opts.clone()).await?;
+        }
+        for _ in 0..20 {
+            client
+                .enqueue(&task, opts.clone().process_in(Duration::from_secs(3600)))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// `GET path` over HTTP/1.0; returns the status.
+async fn get(addr: &str, path: &str, htmx: bool) -> anyhow::Result<u16> {
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    let hx = if htmx { "HX-Request: true\r\n" } else { "" };
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n{hx}\r\n").as_bytes())
+        .await?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await?;
+    let head = String::from_utf8_lossy(&raw[..raw.len().min(64)]).into_owned();
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .with_context(|| format!("bad response {head:?}"))
+}
+
+async fn commandstats(
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> anyhow::Result<BTreeMap<String, u64>> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await?;
+    let mut out = BTreeMap::new();
+    for line in info.lines() {
+        if let Some(rest) = line.strip_prefix("cmdstat_")
+            && let Some((name, stats)) = rest.split_once(':')
+            && let Some(calls) = stats.split(',').find_map(|kv| kv.strip_prefix("calls="))
+        {
+            out.insert(name.to_string(), calls.parse()?);
+        }
+    }
+    Ok(out)
+}
+
+struct Outcome {
+    total: u64,
+    per_command: BTreeMap<String, u64>,
+    requests: u64,
+}
+
+async fn scenario(
+    bin: &std::path::Path,
+    url: &str,
+    conn: &mut redis::aio::MultiplexedConnection,
+    engine: bool,
+    viewers: usize,
+    span: Duration,
+) -> anyhow::Result<Outcome> {
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.args(["serve", "--redis-url", url, "--listen", "127.0.0.1:0"])
+        .args(["--poll-interval", "5s"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true);
+    if !engine {
+        cmd.arg("--no-engine");
+    }
+    let mut child = cmd.spawn().context("start asynqdeck serve")?;
+    let mut out = BufReader::new(child.stdout.take().context("stdout")?);
+    let mut line = String::new();
+    out.read_line(&mut line).await?;
+    let addr = line
+        .split_whitespace()
+        .nth(2)
+        .and_then(|u| u.strip_prefix("http://"))
+        .map(|a| a.trim_end_matches('/').to_string())
+        .with_context(|| format!("unexpected first line {line:?}"))?;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(conn)
+        .await?;
+    let start = tokio::time::Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..viewers {
+        let addr = addr.clone();
+        let offset = POLL.mul_f64(i as f64 / viewers as f64);
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            tokio::time::sleep(offset).await;
+            let mut first = true;
+            let mut next = tokio::time::Instant::now();
+            while next < start + span {
+                tokio::time::sleep_until(next).await;
+                let status = get(&addr, "/", !first).await?;
+                anyhow::ensure!(status == 200, "GET / answered {status}");
+                first = false;
+                n += 1;
+                next += POLL;
+            }
+            anyhow::Ok(n)
+        }));
+    }
+    tokio::time::sleep_until(start + span).await;
+    let per_command = commandstats(conn).await?;
+    let elapsed = start.elapsed();
+    let mut requests = 0;
+    for t in tasks {
+        requests += t.await??;
+    }
+    // The INFO just sent counts itself.
+    let total = per_command.values().sum::<u64>().saturating_sub(1);
+    let scale = 60.0 / elapsed.as_secs_f64();
+    if let Some(pid) = child.id() {
+        // SIGTERM for a clean stop (the heartbeat deletes its entry).
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+    }
+    let _ = child.wait().await;
+    Ok(Outcome {
+        total: (total as f64 * scale).round() as u64,
+        per_command: per_command
+            .into_iter()
+            .map(|(k, v)| (k, (v as f64 * scale).round() as u64))
+            .collect(),
+        requests,
+    })
+}
+
+/// Commands Redis runs for one page load that computes a fresh snapshot
+/// (engine off, nothing else running).
+async fn calibrate(
+    bin: &std::path::Path,
+    url: &str,
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> anyhow::Result<u64> {
+    let mut child = tokio::process::Command::new(bin)
+        .args([
+            "serve",
+            "--redis-url",
+            url,
+            "--listen",
+            "127.0.0.1:0",
+            "--no-engine",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut out = BufReader::new(child.stdout.take().context("stdout")?);
+    let mut line = String::new();
+    out.read_line(&mut line).await?;
+    let addr = line
+        .split_whitespace()
+        .nth(2)
+        .and_then(|u| u.strip_prefix("http://"))
+        .map(|a| a.trim_end_matches('/').to_string())
+        .with_context(|| format!("unexpected first line {line:?}"))?;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(conn)
+        .await?;
+    anyhow::ensure!(get(&addr, "/", false).await? == 200);
+    let stats = commandstats(conn).await?;
+    let _ = child.kill().await;
+    Ok(stats.values().sum::<u64>().saturating_sub(1))
+}
+
+async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/asynqdeck");
+    if !bin.exists() {
+        bail!("build it first: cargo build --release --bin asynqdeck");
+    }
+    let redis = start_redis()?;
+    let url = format!("redis://127.0.0.1:{}/0", redis.port);
+    eprintln!("seeding {queues} queues ...");
+    seed(&url, queues).await?;
+    let mut conn = redis::Client::open(url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+
+    // One snapshot's cost: engine off, one full page load.
+    let one = calibrate(&bin, &url, &mut conn).await?;
+    println!("One statistics snapshot of {queues} queues costs Redis {one} commands.\n");
+    println!(
+        "| engine | viewers | page requests | Redis commands / min | snapshots / min | top commands / min |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | --- |");
+    let mut engine_only = 0;
+    for (engine, viewers) in [
+        (false, 1),
+        (false, 10),
+        (false, 50),
+        (true, 0),
+        (true, 1),
+        (true, 10),
+    ] {
+        eprintln!("engine {engine}, {viewers} viewers, {span:?} ...");
+        let o = scenario(&bin, &url, &mut conn, engine, viewers, span).await?;
+        if engine && viewers == 0 {
+            engine_only = o.total;
+        }
+        let base = if engine { engine_only } else { 0 };
+        let snapshots = o.total.saturating_sub(base) as f64 / one as f64;
+        let mut top: Vec<(&String, &u64)> = o.per_command.iter().collect();
+        top.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+        let top: Vec<String> = top
+            .iter()
+            .filter(|(name, _)| name.as_str() != "info" && name.as_str() != "config|resetstat")
+            .take(5)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        println!(
+            "| {} | {viewers} | {} | {} | {snapshots:.1} | {} |",
+            if engine { "on" } else { "off" },
+            o.requests,
+            o.total,
+            top.join(", ")
+        );
+    }
+    drop(redis);
+    Ok(())
+}
