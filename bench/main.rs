@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release --example bench -- [--tasks N] [--concurrency 10,100]
-//!     [--pickup-tasks 200] [--archive-ops 20000] [--profile]
+//!     [--pickup-tasks 200] [--pickup-interval-ms 20] [--archive-ops 20000]
+//!     [--profile] [--quiet-wait 60]
 //! ```
 //!
 //! What it does (results go to stdout as Markdown, progress to stderr):
@@ -26,11 +27,18 @@
 //!    call and Redis CPU per iteration; a second pass with SLOWLOG on gives
 //!    the Redis execution time of each script.
 //!
+//! Before each measured step the bench waits (up to `--quiet-wait` s,
+//! default 60) for a second in which other processes use < 10 % of a CPU,
+//! and each throughput row reports the CPU the rest of the machine used
+//! meanwhile ("other load"), so a noisy neighbour shows in the results.
+//!
 //! `--profile` turns SLOWLOG on during the throughput runs too and prints,
 //! per engine, what each script call costs Redis (use fewer tasks: every
 //! command is kept in memory).
 //!
-//! Hidden mode: `bench worker --redis URL --concurrency C --count N`.
+//! Hidden mode: `bench worker --redis URL --concurrency C --count N`. For
+//! profiling, `BENCH_WORKER_PREFIX="perf record -g --"` runs our worker
+//! under that command (its RSS and CPU figures are then not comparable).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -184,6 +192,8 @@ async fn worker_main(args: &[String]) -> anyhow::Result<()> {
         "last_end_ns": rec.last_end.load(Ordering::Relaxed),
         "p50_us": percentile(&lat, 50) / 1000,
         "p99_us": percentile(&lat, 99) / 1000,
+        "max_us": lat.last().copied().unwrap_or(0) / 1000,
+        "over_100ms": lat.iter().filter(|&&l| l > 100_000_000).count(),
         "max_rss_kb": vm_hwm_kb(),
         "cpu_user_ms": user_ms,
         "cpu_sys_ms": sys_ms,
@@ -217,12 +227,51 @@ fn self_cpu_ms() -> (i64, i64) {
 // Orchestrator
 // ---------------------------------------------------------------------------
 
+/// Busy CPU time of the whole machine so far, in ms (/proc/stat `cpu` line:
+/// user + nice + system + irq + softirq + steal).
+fn machine_busy_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) else {
+        return 0.0;
+    };
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let busy: f64 = [0, 1, 2, 5, 6, 7].iter().filter_map(|&i| f.get(i)).sum();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    busy * 1000.0 / hz
+}
+
+/// Waits (up to `max`) for a 1 s window in which the rest of the machine
+/// used less than 10 % of one CPU, so other work does not skew a run.
+async fn wait_quiet(max: Duration) {
+    let until = Instant::now() + max;
+    loop {
+        let b0 = machine_busy_ms();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let busy = machine_busy_ms() - b0;
+        if busy < 100.0 {
+            return;
+        }
+        if Instant::now() > until {
+            eprintln!("bench: machine still busy ({busy:.0} ms CPU/s); running anyway");
+            return;
+        }
+    }
+}
+
 struct Options {
     tasks: usize,
     concurrency: Vec<usize>,
     pickup_tasks: usize,
+    pickup_interval: Duration,
     archive_ops: usize,
+    script_costs: bool,
     profile: bool,
+    quiet_wait: Duration,
 }
 
 impl Options {
@@ -231,8 +280,11 @@ impl Options {
             "--tasks",
             "--concurrency",
             "--pickup-tasks",
+            "--pickup-interval-ms",
             "--archive-ops",
             "--profile",
+            "--quiet-wait",
+            "--no-script-costs",
         ];
         for a in args.iter().filter(|a| a.starts_with("--")) {
             if !known.contains(&a.as_str()) {
@@ -249,8 +301,11 @@ impl Options {
             tasks: parse_flag(args, "--tasks", 100_000)?,
             concurrency,
             pickup_tasks: parse_flag(args, "--pickup-tasks", 200)?,
+            pickup_interval: Duration::from_millis(parse_flag(args, "--pickup-interval-ms", 20)?),
             archive_ops: parse_flag(args, "--archive-ops", 20_000)?,
             profile: args.iter().any(|a| a == "--profile"),
+            script_costs: !args.iter().any(|a| a == "--no-script-costs"),
+            quiet_wait: Duration::from_secs(parse_flag(args, "--quiet-wait", 60)?),
         })
     }
 }
@@ -346,6 +401,7 @@ fn build_go_peer() -> anyhow::Result<PathBuf> {
 }
 
 struct Env {
+    quiet_wait: Duration,
     redis: RedisServer,
     go_peer: PathBuf,
     admin: MultiplexedConnection,
@@ -370,7 +426,17 @@ impl Env {
             }
             Engine::Ours => {
                 let exe = std::env::current_exe().expect("current exe");
-                let mut c = tokio::process::Command::new(exe);
+                // For profiling only, e.g. BENCH_WORKER_PREFIX="perf record -g --".
+                let prefix = std::env::var("BENCH_WORKER_PREFIX").unwrap_or_default();
+                let mut words = prefix.split_whitespace();
+                let mut c = match words.next() {
+                    Some(program) => {
+                        let mut c = tokio::process::Command::new(program);
+                        c.args(words).arg(exe);
+                        c
+                    }
+                    None => tokio::process::Command::new(exe),
+                };
                 c.args(["worker", "--redis", &self.redis.url()]);
                 c
             }
@@ -418,6 +484,9 @@ struct WorkerSummary {
     last_end_ns: i64,
     p50_us: i64,
     p99_us: i64,
+    max_us: i64,
+    /// Tasks that waited more than 100 ms.
+    over_100ms: i64,
     max_rss_kb: i64,
     cpu_ms: i64,
 }
@@ -439,6 +508,8 @@ fn parse_summary(stdout: &[u8]) -> anyhow::Result<WorkerSummary> {
         last_end_ns: i("last_end_ns"),
         p50_us: i("p50_us"),
         p99_us: i("p99_us"),
+        max_us: i("max_us"),
+        over_100ms: i("over_100ms"),
         max_rss_kb: i("max_rss_kb"),
         cpu_ms: i("cpu_user_ms") + i("cpu_sys_ms"),
     })
@@ -485,7 +556,7 @@ async fn redis_snap(conn: &mut MultiplexedConnection) -> anyhow::Result<RedisSna
 }
 
 /// Commands Redis ran between two snapshots: (name, calls, usec), most
-/// calls first; the bench's own INFO calls are left out.
+/// time first; the bench's own INFO calls are left out.
 fn command_delta(before: &RedisSnap, after: &RedisSnap) -> Vec<(String, u64, u64)> {
     let mut out: Vec<(String, u64, u64)> = after
         .commands
@@ -496,39 +567,16 @@ fn command_delta(before: &RedisSnap, after: &RedisSnap) -> Vec<(String, u64, u64
             (calls > &c0).then(|| (name.clone(), calls - c0, usec - u0))
         })
         .collect();
-    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out.sort_by_key(|e| std::cmp::Reverse(e.2));
     out
 }
 
-/// Commands the client sent (not issued from inside a script).
-fn is_top_level(cmd: &str) -> bool {
-    matches!(
-        cmd,
-        "evalsha"
-            | "eval"
-            | "script|load"
-            | "blmove"
-            | "brpoplpush"
-            | "ping"
-            | "select"
-            | "client|setname"
-            | "client|setinfo"
-            | "hello"
-            | "subscribe"
-            | "exists"
-            | "multi"
-            | "exec"
-            | "zadd"
-            | "sadd"
-            | "set"
-            | "setex"
-            | "zrem"
-            | "del"
-            | "expire"
-            | "zrangebyscore"
-            | "smembers"
-            | "publish"
-    )
+/// Script calls and blocking waits: commands only a client sends (the
+/// plain commands a worker sends outside scripts, such as the heartbeat's,
+/// cannot be told apart from script-issued ones in INFO commandstats and
+/// are left out; they are a few per second).
+fn is_client_call(cmd: &str) -> bool {
+    matches!(cmd, "evalsha" | "eval" | "blmove" | "brpoplpush")
 }
 
 /// Enqueues `n` no-op tasks, 128 in flight; returns tasks per second.
@@ -553,25 +601,32 @@ async fn enqueue_all(client: &Client, n: usize) -> anyhow::Result<f64> {
 async fn slowlog_groups(
     conn: &mut MultiplexedConnection,
 ) -> anyhow::Result<Vec<(String, u64, u64)>> {
-    let entries: Value = redis::cmd("SLOWLOG")
+    let entries: redis::Value = redis::cmd("SLOWLOG")
         .arg("GET")
         .arg(-1)
         .query_async(conn)
         .await?;
     let mut groups: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    let text = |v: &Value| match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        redis::Value::SimpleString(s) => s.clone(),
+        redis::Value::Int(i) => i.to_string(),
         _ => String::new(),
     };
-    if let Value::Array(entries) = entries {
+    if let redis::Value::Array(entries) = entries {
         for e in entries {
-            let Value::Array(fields) = e else { continue };
-            let (Some(Value::Int(us)), Some(Value::Array(args))) = (fields.get(2), fields.get(3))
+            let redis::Value::Array(fields) = e else {
+                continue;
+            };
+            let (Some(redis::Value::Int(us)), Some(redis::Value::Array(args))) =
+                (fields.get(2), fields.get(3))
             else {
                 continue;
             };
+            // Commands a script issues are logged too, from the client "?:0".
+            if fields.get(4).map(text).as_deref() == Some("?:0") {
+                continue;
+            }
             let cmd = args.first().map(text).unwrap_or_default().to_uppercase();
             let label = match cmd.as_str() {
                 "EVALSHA" | "EVAL" => {
@@ -594,7 +649,7 @@ async fn slowlog_groups(
     }
     let mut out: Vec<(String, u64, u64)> =
         groups.into_iter().map(|(k, (c, u))| (k, c, u)).collect();
-    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out.sort_by_key(|e| std::cmp::Reverse(e.1));
     Ok(out)
 }
 
@@ -626,6 +681,9 @@ struct ThroughputResult {
     enqueue_per_s: f64,
     worker: WorkerSummary,
     redis_cpu_us: f64,
+    /// CPU the rest of the machine used during the run, in CPUs (0.05 = 5 %
+    /// of one core): busy time minus Redis, the worker and this bench.
+    other_cpus: f64,
     commands: Vec<(String, u64, u64)>,
     profile: Vec<(String, u64, u64)>,
 }
@@ -644,12 +702,12 @@ impl ThroughputResult {
         self.worker.cpu_ms as f64 * 1000.0 / self.worker.count.max(1) as f64
     }
 
-    /// Commands sent by the worker per task (evalsha, blmove, ...).
+    /// Script calls (and blocking waits) the worker sent per task.
     fn round_trips_per_task(&self) -> f64 {
         let n: u64 = self
             .commands
             .iter()
-            .filter(|(c, _, _)| is_top_level(c))
+            .filter(|(c, _, _)| is_client_call(c))
             .map(|(_, calls, _)| calls)
             .sum();
         n as f64 / self.worker.count.max(1) as f64
@@ -663,19 +721,23 @@ async fn throughput(
     n: usize,
     profile: bool,
 ) -> anyhow::Result<ThroughputResult> {
+    // Quiet before the enqueue: the backlog's wait is part of the latency.
+    wait_quiet(env.quiet_wait).await;
     env.flush().await?;
     let client = Client::connect(&env.redis.url()).await?;
     let enqueue_per_s = enqueue_all(&client, n).await?;
     drop(client);
     if profile {
-        slowlog_on(env, 8 * n + 10_000).await?;
+        slowlog_on(env, 30 * n + 10_000).await?;
     }
     let before = redis_snap(&mut env.admin).await?;
+    let (busy0, self0, t0) = (machine_busy_ms(), self_cpu_ms(), Instant::now());
     let out = env
         .worker(engine, concurrency, n)
         .output()
         .await
         .context("run worker")?;
+    let (busy1, self1, wall) = (machine_busy_ms(), self_cpu_ms(), t0.elapsed());
     let after = redis_snap(&mut env.admin).await?;
     if !out.status.success() {
         bail!(
@@ -686,6 +748,10 @@ async fn throughput(
         );
     }
     let worker = parse_summary(&out.stdout)?;
+    let redis_cpu_us = after.cpu_us - before.cpu_us;
+    let own_ms = (self1.0 + self1.1 - self0.0 - self0.1) as f64;
+    let other_ms = busy1 - busy0 - redis_cpu_us / 1000.0 - worker.cpu_ms as f64 - own_ms;
+    let other_cpus = (other_ms / wall.as_secs_f64() / 1000.0).max(0.0);
     let profile_groups = if profile {
         let g = slowlog_groups(&mut env.admin).await?;
         slowlog_off(env).await?;
@@ -709,7 +775,8 @@ async fn throughput(
         concurrency,
         enqueue_per_s,
         worker,
-        redis_cpu_us: after.cpu_us - before.cpu_us,
+        redis_cpu_us,
+        other_cpus,
         commands: command_delta(&before, &after),
         profile: profile_groups,
     })
@@ -722,8 +789,14 @@ struct PickupResult {
     worker: WorkerSummary,
 }
 
-async fn pickup(env: &mut Env, engine: Engine, tasks: usize) -> anyhow::Result<PickupResult> {
+async fn pickup(
+    env: &mut Env,
+    engine: Engine,
+    tasks: usize,
+    interval: Duration,
+) -> anyhow::Result<PickupResult> {
     env.flush().await?;
+    wait_quiet(env.quiet_wait).await;
     let child = env
         .worker(engine, 10, tasks)
         .spawn()
@@ -745,7 +818,7 @@ async fn pickup(env: &mut Env, engine: Engine, tasks: usize) -> anyhow::Result<P
     }
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     let client = Client::connect(&env.redis.url()).await?;
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for _ in 0..tasks {
         tick.tick().await;
@@ -768,11 +841,27 @@ async fn pickup(env: &mut Env, engine: Engine, tasks: usize) -> anyhow::Result<P
 
 struct ArchiveResult {
     ops: usize,
-    archive_us: Vec<i64>,
-    iteration_wall_us: f64,
-    redis_cpu_per_iteration_us: f64,
+    /// Pass with archive calls.
+    with: ArchivePass,
+    /// The same pass on an empty archive (nothing to trim).
+    empty: ArchivePass,
+    /// The same pass without archive calls (tasks stay leased).
+    without: ArchivePass,
+    /// SLOWLOG groups of a shorter pass with archive calls.
     profile: Vec<(String, u64, u64)>,
+    profile_ops: usize,
     archived_after: i64,
+}
+
+struct ArchivePass {
+    /// Client-side duration of each archive call, sorted.
+    archive_us: Vec<i64>,
+    /// Wall time per iteration.
+    wall_us: f64,
+    /// Redis CPU per iteration (INFO cpu).
+    cpu_us: f64,
+    /// Redis script execution per iteration (INFO commandstats evalsha usec).
+    script_us: f64,
 }
 
 /// Seeds `n` archived tasks (zset member + hash) in one script call.
@@ -796,19 +885,25 @@ async fn seed_archive(conn: &mut MultiplexedConnection, n: usize) -> anyhow::Res
     Ok(())
 }
 
-/// One pass of `ops` × (enqueue, dequeue, archive) on an archive seeded full.
+/// One pass of `ops` × (enqueue, dequeue, archive if `archive`) on an
+/// archive seeded with `seed` tasks; with `slowlog` also the SLOWLOG groups.
 async fn archive_pass(
     env: &mut Env,
     ops: usize,
+    seed: usize,
+    archive: bool,
     slowlog: bool,
-) -> anyhow::Result<(Vec<i64>, f64, f64, Vec<(String, u64, u64)>)> {
+) -> anyhow::Result<(ArchivePass, Vec<(String, u64, u64)>)> {
     env.flush().await?;
-    seed_archive(&mut env.admin, 10_000).await?;
+    if seed > 0 {
+        seed_archive(&mut env.admin, seed).await?;
+    }
     let broker = Broker::connect(&env.redis.url()).await?;
     let client = Client::from_broker(broker.clone());
     if slowlog {
-        slowlog_on(env, 4 * ops + 1_000).await?;
+        slowlog_on(env, 30 * ops + 1_000).await?;
     }
+    wait_quiet(env.quiet_wait).await;
     let before = redis_snap(&mut env.admin).await?;
     let mut archive_us = Vec::with_capacity(ops);
     let t0 = Instant::now();
@@ -822,11 +917,13 @@ async fn archive_pass(
             .pop()
             .context("dequeue returned nothing")?
             .map_err(|(id, e)| anyhow::anyhow!("task {id}: {e}"))?;
-        let t = Instant::now();
-        broker.archive(&leased, "bench failure").await?;
-        archive_us.push(t.elapsed().as_micros() as i64);
+        if archive {
+            let t = Instant::now();
+            broker.archive(&leased, "bench failure").await?;
+            archive_us.push(t.elapsed().as_micros() as i64);
+        }
     }
-    let wall = t0.elapsed().as_secs_f64() * 1e6 / ops as f64;
+    let wall_us = t0.elapsed().as_secs_f64() * 1e6 / ops as f64;
     let after = redis_snap(&mut env.admin).await?;
     let groups = if slowlog {
         let g = slowlog_groups(&mut env.admin).await?;
@@ -835,30 +932,101 @@ async fn archive_pass(
     } else {
         Vec::new()
     };
+    let evalsha_usec = |s: &RedisSnap| s.commands.get("evalsha").map_or(0, |c| c.1);
+    archive_us.sort_unstable();
     Ok((
-        archive_us,
-        wall,
-        (after.cpu_us - before.cpu_us) / ops as f64,
+        ArchivePass {
+            archive_us,
+            wall_us,
+            cpu_us: (after.cpu_us - before.cpu_us) / ops as f64,
+            script_us: (evalsha_usec(&after) - evalsha_usec(&before)) as f64 / ops as f64,
+        },
         groups,
     ))
 }
 
 async fn archive_cost(env: &mut Env, ops: usize) -> anyhow::Result<ArchiveResult> {
-    let (mut archive_us, wall, cpu, _) = archive_pass(env, ops, false).await?;
+    const FULL: usize = 10_000;
+    let (with, _) = archive_pass(env, ops, FULL, true, false).await?;
     let archived_after: i64 = redis::cmd("ZCARD")
         .arg(keys::archived_key(QUEUE))
         .query_async(&mut env.admin)
         .await?;
-    let (_, _, _, profile) = archive_pass(env, ops, true).await?;
-    archive_us.sort_unstable();
+    // Fewer than 10,000 archived tasks in total: nothing is ever trimmed.
+    let (empty, _) = archive_pass(env, ops.min(9_000), 0, true, false).await?;
+    let (without, _) = archive_pass(env, ops, FULL, false, false).await?;
+    // SLOWLOG keeps every command (script-issued ones too) in memory.
+    let profile_ops = ops.min(5_000);
+    let (_, profile) = archive_pass(env, profile_ops, FULL, true, true).await?;
     Ok(ArchiveResult {
         ops,
-        archive_us,
-        iteration_wall_us: wall,
-        redis_cpu_per_iteration_us: cpu,
+        with,
+        empty,
+        without,
         profile,
+        profile_ops,
         archived_after,
     })
+}
+
+// --- script cost model -------------------------------------------------------
+
+/// Redis execution time of our dequeue and done scripts at one batch size.
+struct ScriptCost {
+    batch: usize,
+    dequeue_us_per_call: f64,
+    done_us_per_call: f64,
+}
+
+/// Execution time (INFO commandstats `evalsha` usec, no SLOWLOG) of
+/// `Broker::dequeue` and `Broker::done` at several batch sizes, called
+/// directly in rounds of 200 tasks so the active list stays as short as in
+/// a running server.
+async fn script_costs(env: &mut Env, n: usize) -> anyhow::Result<Vec<ScriptCost>> {
+    const ROUND: usize = 200;
+    let mut out = Vec::new();
+    for batch in [1, 5, 10, 50, 100] {
+        env.flush().await?;
+        let client = Client::connect(&env.redis.url()).await?;
+        enqueue_all(&client, n).await?;
+        let broker = Broker::connect(&env.redis.url()).await?;
+        let evalsha = |a: &RedisSnap, b: &RedisSnap| {
+            let (c0, u0) = a.commands.get("evalsha").copied().unwrap_or((0, 0));
+            let (c1, u1) = b.commands.get("evalsha").copied().unwrap_or((0, 0));
+            (c1 - c0, u1 - u0)
+        };
+        let (mut deq, mut done) = ((0u64, 0u64), (0u64, 0u64));
+        let mut left = n;
+        while left > 0 {
+            let round = left.min(ROUND);
+            let lease = chrono::Utc::now() + chrono::Duration::seconds(60);
+            let s0 = redis_snap(&mut env.admin).await?;
+            let mut leased = Vec::with_capacity(round);
+            while leased.len() < round {
+                let want = batch.min(round - leased.len());
+                for t in broker.dequeue(QUEUE, want, lease).await? {
+                    leased.push(t.map_err(|(id, e)| anyhow::anyhow!("task {id}: {e}"))?);
+                }
+            }
+            let s1 = redis_snap(&mut env.admin).await?;
+            for chunk in leased.chunks(batch) {
+                let msgs: Vec<_> = chunk.iter().map(|t| &t.msg).collect();
+                broker.done(QUEUE, &msgs).await?;
+            }
+            let s2 = redis_snap(&mut env.admin).await?;
+            let (c, u) = evalsha(&s0, &s1);
+            deq = (deq.0 + c, deq.1 + u);
+            let (c, u) = evalsha(&s1, &s2);
+            done = (done.0 + c, done.1 + u);
+            left -= round;
+        }
+        out.push(ScriptCost {
+            batch,
+            dequeue_us_per_call: deq.1 as f64 / deq.0.max(1) as f64,
+            done_us_per_call: done.1 as f64 / done.0.max(1) as f64,
+        });
+    }
+    Ok(out)
 }
 
 // --- report -----------------------------------------------------------------
@@ -891,6 +1059,7 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
         )
         .await?;
     let mut env = Env {
+        quiet_wait: opts.quiet_wait,
         redis,
         go_peer,
         admin,
@@ -909,16 +1078,17 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     let started = Instant::now();
 
     let mut runs = Vec::new();
-    for &c in &opts.concurrency {
+    for &c in opts.concurrency.iter().filter(|_| opts.tasks > 0) {
         for engine in [Engine::Go, Engine::Ours] {
             eprintln!("bench: throughput {} C={c} N={}", engine.name(), opts.tasks);
             let r = throughput(&mut env, engine, c, opts.tasks, opts.profile).await?;
             eprintln!(
-                "bench:   {:.0} tasks/s, Redis {:.1} µs/task, RSS {:.1} MiB, enqueue {:.0}/s",
+                "bench:   {:.0} tasks/s, Redis {:.1} µs/task, RSS {:.1} MiB, enqueue {:.0}/s, other load {:.2} CPU",
                 r.tasks_per_s(),
                 r.redis_cpu_per_task(),
                 kb_to_mib(r.worker.max_rss_kb),
-                r.enqueue_per_s
+                r.enqueue_per_s,
+                r.other_cpus
             );
             runs.push(r);
         }
@@ -927,9 +1097,15 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     if opts.pickup_tasks > 0 {
         for engine in [Engine::Go, Engine::Ours] {
             eprintln!("bench: pickup {}", engine.name());
-            pickups.push(pickup(&mut env, engine, opts.pickup_tasks).await?);
+            pickups.push(pickup(&mut env, engine, opts.pickup_tasks, opts.pickup_interval).await?);
         }
     }
+    let costs = if opts.script_costs {
+        eprintln!("bench: script cost model");
+        script_costs(&mut env, 10_000).await?
+    } else {
+        Vec::new()
+    };
     let archive = if opts.archive_ops > 0 {
         eprintln!("bench: archive cost, {} ops", opts.archive_ops);
         Some(archive_cost(&mut env, opts.archive_ops).await?)
@@ -945,9 +1121,9 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     );
     println!("### Throughput\n");
     println!(
-        "| engine | C | tasks/s | ours/Go | p50 enqueue→start | p99 enqueue→start | peak RSS | Redis CPU µs/task | worker CPU µs/task | client→Redis commands/task | enqueue rate (ours, before the run) |"
+        "| engine | C | tasks/s | ours/Go | p50 enqueue→start | p99 enqueue→start | peak RSS | Redis CPU µs/task | worker CPU µs/task | script calls/task | enqueue rate (ours, before the run) | other load |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &runs {
         let go = runs
             .iter()
@@ -956,7 +1132,7 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
             format!("{:.2}×", r.tasks_per_s() / g.tasks_per_s())
         });
         println!(
-            "| {} | {} | {:.0} | {} | {:.0} ms | {:.0} ms | {:.1} MiB | {:.1} | {:.1} | {:.2} | {:.0}/s |",
+            "| {} | {} | {:.0} | {} | {:.0} ms | {:.0} ms | {:.1} MiB | {:.1} | {:.1} | {:.2} | {:.0}/s | {:.2} CPU |",
             r.engine.name(),
             r.concurrency,
             r.tasks_per_s(),
@@ -967,22 +1143,25 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
             r.redis_cpu_per_task(),
             r.worker_cpu_per_task(),
             r.round_trips_per_task(),
-            r.enqueue_per_s
+            r.enqueue_per_s,
+            r.other_cpus
         );
     }
     println!(
         "\nRedis commands per run (INFO commandstats delta, includes commands run inside scripts):\n"
     );
-    println!("| engine | C | command | calls/task | usec/call |");
-    println!("|---|---:|---|---:|---:|");
+    println!("| engine | C | command | calls/task | usec/call | usec/task |");
+    println!("|---|---:|---|---:|---:|---:|");
     for r in &runs {
-        for (cmd, calls, usec) in r.commands.iter().take(12) {
+        let per = r.worker.count.max(1) as f64;
+        for (cmd, calls, usec) in r.commands.iter().take(8) {
             println!(
-                "| {} | {} | {cmd} | {:.3} | {:.2} |",
+                "| {} | {} | {cmd} | {:.3} | {:.2} | {:.2} |",
                 r.engine.name(),
                 r.concurrency,
-                *calls as f64 / r.worker.count.max(1) as f64,
-                *usec as f64 / (*calls).max(1) as f64
+                *calls as f64 / per,
+                *usec as f64 / (*calls).max(1) as f64,
+                *usec as f64 / per
             );
         }
     }
@@ -995,55 +1174,92 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     }
     if !pickups.is_empty() {
         println!(
-            "\n### Idle-to-busy pickup ({} tasks, one every 20 ms, after ≥ 2 s idle, C=10)\n",
-            opts.pickup_tasks
+            "\n### Idle-to-busy pickup ({} tasks, one every {} ms, after ≥ 2 s idle, C=10)\n",
+            opts.pickup_tasks,
+            opts.pickup_interval.as_millis()
         );
-        println!("| engine | p50 enqueue→start | p99 enqueue→start | peak RSS |");
-        println!("|---|---:|---:|---:|");
+        println!(
+            "| engine | p50 enqueue→start | p99 enqueue→start | max | tasks > 100 ms | peak RSS |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|");
         for p in &pickups {
             println!(
-                "| {} | {:.2} ms | {:.2} ms | {:.1} MiB |",
+                "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {} | {:.1} MiB |",
                 p.engine.name(),
                 p.worker.p50_us as f64 / 1000.0,
                 p.worker.p99_us as f64 / 1000.0,
+                p.worker.max_us as f64 / 1000.0,
+                p.worker.over_100ms,
                 kb_to_mib(p.worker.max_rss_kb)
             );
         }
     }
+    if !costs.is_empty() {
+        println!(
+            "\n### Our worker scripts: Redis execution time by batch size (INFO commandstats, 10,000 tasks, rounds of 200)\n"
+        );
+        println!(
+            "| tasks per call | dequeue µs/call | dequeue µs/task | done µs/call | done µs/task |"
+        );
+        println!("|---:|---:|---:|---:|---:|");
+        for c in &costs {
+            println!(
+                "| {} | {:.1} | {:.2} | {:.1} | {:.2} |",
+                c.batch,
+                c.dequeue_us_per_call,
+                c.dequeue_us_per_call / c.batch as f64,
+                c.done_us_per_call,
+                c.done_us_per_call / c.batch as f64
+            );
+        }
+    }
     if let Some(a) = archive {
-        let mean = a.archive_us.iter().sum::<i64>() as f64 / a.ops.max(1) as f64;
+        let w = &a.with;
+        let mean = w.archive_us.iter().sum::<i64>() as f64 / a.ops.max(1) as f64;
         println!(
             "\n### Archive writes into a full archive ({} × enqueue, dequeue, archive; 10,000 seeded)\n",
             a.ops
         );
         println!(
             "- `Broker::archive` round trip: mean {mean:.1} µs, p50 {} µs, p99 {} µs; archive size after: {}",
-            percentile(&a.archive_us, 50),
-            percentile(&a.archive_us, 99),
+            percentile(&w.archive_us, 50),
+            percentile(&w.archive_us, 99),
             a.archived_after
         );
         println!(
-            "- whole iteration (3 round trips): {:.1} µs; Redis CPU per iteration (INFO cpu): {:.1} µs",
-            a.iteration_wall_us, a.redis_cpu_per_iteration_us
+            "\n| pass | wall µs/iteration | Redis CPU µs/iteration | script execution µs/iteration |"
         );
-        print_profile(
-            "Redis execution time per script (second pass, SLOWLOG at 0 µs):",
-            &a.profile,
-            a.ops,
-        );
-        // Redis CPU beyond script execution (reading, parsing, replying) is
-        // shared evenly among the iteration's three commands.
-        let exec_total: u64 = a.profile.iter().map(|g| g.2).sum();
-        let calls_total: u64 = a.profile.iter().map(|g| g.1).sum();
-        let overhead = (a.redis_cpu_per_iteration_us * a.ops as f64 - exec_total as f64)
-            / calls_total.max(1) as f64;
-        if let Some((_, calls, us)) = a.profile.iter().find(|g| g.0.contains(" 8 keys")) {
-            let exec = *us as f64 / (*calls).max(1) as f64;
+        println!("|---|---:|---:|---:|");
+        for (name, p) in [
+            ("enqueue + dequeue + archive (full archive)", &a.with),
+            (
+                "enqueue + dequeue + archive (empty archive, ≤ 9,000 iterations: no trim)",
+                &a.empty,
+            ),
+            (
+                "enqueue + dequeue (full archive, no archive call)",
+                &a.without,
+            ),
+        ] {
             println!(
-                "\n- archive script: {exec:.1} µs execution + ≈{overhead:.1} µs per-command overhead ⇒ ≈{:.1} µs Redis CPU per archive call",
-                exec + overhead
+                "| {name} | {:.1} | {:.1} | {:.1} |",
+                p.wall_us, p.cpu_us, p.script_us
             );
         }
+        println!(
+            "| **difference: the archive call into the full archive** | **{:.1}** | **{:.1}** | **{:.1}** |",
+            a.with.wall_us - a.without.wall_us,
+            a.with.cpu_us - a.without.cpu_us,
+            a.with.script_us - a.without.script_us
+        );
+        print_profile(
+            &format!(
+                "Split by script ({} iterations with SLOWLOG at 0 µs; logging every script-issued command inflates these times):",
+                a.profile_ops
+            ),
+            &a.profile,
+            a.profile_ops,
+        );
     }
     Ok(())
 }

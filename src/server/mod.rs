@@ -389,7 +389,7 @@ impl Server {
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

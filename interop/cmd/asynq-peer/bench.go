@@ -23,6 +23,8 @@ type benchSummaryJSON struct {
 	LastEndNs    int64 `json:"last_end_ns"`
 	P50Us        int64 `json:"p50_us"`
 	P99Us        int64 `json:"p99_us"`
+	MaxUs        int64 `json:"max_us"`
+	Over100ms    int   `json:"over_100ms"`
 	MaxRssKb     int64 `json:"max_rss_kb"`
 	CPUUserMs    int64 `json:"cpu_user_ms"`
 	CPUSysMs     int64 `json:"cpu_sys_ms"`
@@ -115,6 +117,8 @@ func cmdBenchWork(conn asynq.RedisConnOpt, args []string) error {
 		LastEndNs:    lastEnd.Load(),
 		P50Us:        percentile(lat, 50) / 1000,
 		P99Us:        percentile(lat, 99) / 1000,
+		MaxUs:        percentile(lat, 100) / 1000,
+		Over100ms:    len(lat) - sort.Search(len(lat), func(i int) bool { return lat[i] > 100_000_000 }),
 		MaxRssKb:     vmHWM(),
 		CPUUserMs:    ru.Utime.Sec*1000 + int64(ru.Utime.Usec)/1000,
 		CPUSysMs:     ru.Stime.Sec*1000 + int64(ru.Stime.Usec)/1000,
