@@ -266,8 +266,13 @@ impl Processor {
 /// blocking [`PendingWaiter`](crate::broker::PendingWaiter) per queue,
 /// armed each time a fetch comes back empty. Without it (Redis < 6.2) the
 /// loop polls every `task_check_interval`, as Go does.
+///
+/// Each waiter has its own `Notify` and is armed with `notify_one`, which
+/// stores a permit when the waiter is still blocked in its previous BLMOVE:
+/// it re-blocks as soon as that one times out, so no arming is lost between
+/// the loop's sleep and the waiter's timeout.
 struct Waker {
-    arm: Arc<tokio::sync::Notify>,
+    arms: Vec<Arc<tokio::sync::Notify>>,
     wake: Arc<tokio::sync::Notify>,
 }
 
@@ -278,8 +283,8 @@ impl Waker {
         interval: Duration,
         stop: &CancellationToken,
     ) -> Waker {
-        let waker = Waker {
-            arm: Arc::new(tokio::sync::Notify::new()),
+        let mut waker = Waker {
+            arms: Vec::new(),
             wake: Arc::new(tokio::sync::Notify::new()),
         };
         for queue in queues {
@@ -294,7 +299,9 @@ impl Waker {
                     continue;
                 }
             };
-            let (arm, wake, stop) = (waker.arm.clone(), waker.wake.clone(), stop.clone());
+            let arm = Arc::new(tokio::sync::Notify::new());
+            waker.arms.push(arm.clone());
+            let (wake, stop) = (waker.wake.clone(), stop.clone());
             tokio::spawn(async move {
                 loop {
                     let round = async {
@@ -318,9 +325,12 @@ impl Waker {
         waker
     }
 
-    /// Lets every waiter block on its queue once more.
+    /// Lets every waiter block on its queue once more (now, or right after
+    /// its current wait ends).
     fn arm(&self) {
-        self.arm.notify_waiters();
+        for arm in &self.arms {
+            arm.notify_one();
+        }
     }
 
     /// Completes when a waiter saw pending work.
