@@ -81,10 +81,19 @@ pub enum Error {
 }
 
 impl Error {
-    /// True when the error is Redis being unreachable or failing, as opposed
-    /// to a refusal of the operation.
+    /// True when Redis could not be reached (connection refused, dropped or
+    /// timed out), as opposed to a refusal of the operation or an error reply
+    /// about the data (e.g. `WRONGTYPE` for a key of another type).
     pub fn is_redis_unavailable(&self) -> bool {
-        matches!(self, Error::Redis(_))
+        match self {
+            Error::Redis(e) => {
+                e.is_io_error()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+                    || e.is_timeout()
+            }
+            _ => false,
+        }
     }
 }
 

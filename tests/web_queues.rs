@@ -390,3 +390,86 @@ async fn redis_down_then_back() {
     redis.kill().unwrap();
     let _ = redis.wait();
 }
+
+/// Under `--root-path /asynq` the page answers at `/asynq/` (the URL the
+/// binary prints and every "Queues" link uses) and at `/asynq`, its links
+/// and live poll carry the prefix, and nothing answers outside it.
+#[tokio::test]
+async fn root_path_with_and_without_trailing_slash() {
+    let db = support::redis();
+    let s = setup(
+        &db,
+        WebConfig {
+            root_path: "/asynq".into(),
+            ..WebConfig::default()
+        },
+    )
+    .await;
+    s.client
+        .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    for path in ["/asynq/", "/asynq"] {
+        let (status, html) = get(&s.app, path).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert!(html.contains(r#"hx-get="/asynq/""#), "{html}");
+        assert!(html.contains(r#"<a href="/asynq/queues/default">default</a>"#));
+    }
+    let (status, _) = get(&s.app, "/asynq/?x=1").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = get(&s.app, "/asynq/queues/default/pending").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = get(&s.app, "/").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// Data in Redis that cannot be read never gives a 500: an undecodable
+/// task's downloads, a daily counter that is not a number, a key of the
+/// wrong type all answer 422 with an explanation (issue 4 item 6).
+#[tokio::test]
+async fn unreadable_data_is_422_not_500() {
+    let db = support::redis();
+    let s = setup(&db, WebConfig::default()).await;
+    let t = s
+        .client
+        .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let mut raw = db.raw().await;
+    let _: () = raw
+        .hset(keys::task_key("default", &t.id), "msg", "garbage")
+        .await
+        .unwrap();
+    for what in ["payload", "result"] {
+        let (status, html) = get(&s.app, &format!("/queues/default/tasks/{}/{what}", t.id)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {html}");
+        assert!(html.contains("could not be read"), "{html}");
+    }
+    let day = chrono::Utc::now().date_naive();
+    let _: () = raw
+        .set(keys::processed_key("default", day), "notanumber")
+        .await
+        .unwrap();
+    let (status, _) = get(&s.app, "/queues/default/history").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    s.client
+        .enqueue(
+            &Task::new("t", b"1".to_vec()),
+            EnqueueOptions::new().queue("typed"),
+        )
+        .await
+        .unwrap();
+    let _: () = raw.del(keys::archived_key("typed")).await.unwrap();
+    let _: () = raw
+        .set(keys::archived_key("typed"), "a string, not a zset")
+        .await
+        .unwrap();
+    let (status, _) = get(&s.app, "/queues/typed/archived").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, html) = get(&s.app, "/").await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the overview shows n/a for that queue: {html}"
+    );
+}

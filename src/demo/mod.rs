@@ -2,8 +2,9 @@
 //! demo handlers, and a producer, on one Redis (issue 5).
 //!
 //! With no `--redis-url` it uses the Redis on 127.0.0.1:6379 when one
-//! answers there, else starts a private `redis-server` child on a free port
-//! (gone when the demo stops). Within two minutes every tab has rows; a
+//! answers there and holds no asynq queue yet (so it never runs its fake
+//! handlers on real work), else starts a private `redis-server` child on a
+//! free port (gone when the demo stops). Within two minutes every tab has rows; a
 //! webhook partner outage every few minutes makes the retry tab grow and the
 //! outage banner fire. Files: `workload.rs` (handlers, policies, producer),
 //! `redis_child.rs` (private redis-server), `web.rs` (the `/demo` control page).

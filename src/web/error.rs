@@ -25,8 +25,11 @@ pub fn status_of(err: &Error) -> StatusCode {
         | Error::UniqueTtlTooShort
         | Error::DuplicateTask
         | Error::TaskIdConflict => StatusCode::BAD_REQUEST,
-        Error::Redis(_) => StatusCode::SERVICE_UNAVAILABLE,
-        Error::Corrupt { .. } | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        Error::Redis(_) if err.is_redis_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
+        // Data in Redis that cannot be read (undecodable task, a key of the
+        // wrong type, a counter that is not a number) is never a 500.
+        Error::Redis(_) | Error::Corrupt { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -79,6 +82,9 @@ impl IntoResponse for PageError {
             }
             StatusCode::NOT_FOUND => {
                 "Check the queue name or task id; the task may have finished or been deleted."
+            }
+            StatusCode::UNPROCESSABLE_ENTITY => {
+                "Data in Redis could not be read (written by another program, or corrupted); the rest of the dashboard is unaffected."
             }
             _ => "",
         };

@@ -79,10 +79,28 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(metrics::routes())
         .merge(assets::routes());
     let routes = security::layers(routes, state.clone()).with_state(state.clone());
-    let root = state.config.root_path.trim_end_matches('/');
+    let root = state.config.root_path.trim_end_matches('/').to_string();
     if root.is_empty() {
-        routes
-    } else {
-        Router::new().nest(root, routes)
+        return routes;
     }
+    // `/prefix/` is the same page as `/prefix` (links and the printed URL
+    // use the slash); axum's nest only matches the bare prefix, so the path
+    // is rewritten before routing.
+    let nested = Router::new().nest(&root, routes);
+    let with_slash = format!("{root}/");
+    let svc = tower::ServiceBuilder::new()
+        .map_request(move |mut req: axum::extract::Request| {
+            if req.uri().path() == with_slash {
+                let pq = match req.uri().query() {
+                    Some(q) => format!("{root}?{q}"),
+                    None => root.clone(),
+                };
+                if let Ok(uri) = pq.parse() {
+                    *req.uri_mut() = uri;
+                }
+            }
+            req
+        })
+        .service(nested);
+    Router::new().fallback_service(svc)
 }
