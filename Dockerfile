@@ -14,7 +14,8 @@ RUN apt-get update \
  && useradd --system --uid 10001 --no-create-home asynqdeck
 COPY --from=build /src/target/release/asynqdeck /usr/local/bin/asynqdeck
 USER asynqdeck
-# Inside a container the dashboard must listen on every interface.
-ENV ASYNQDECK_LISTEN=0.0.0.0:8080
+# Inside a container the dashboard must listen on every interface: PORT
+# (asynqmon's variable) does that, and `-e PORT=3000` still overrides it.
+ENV PORT=8080
 EXPOSE 8080
 ENTRYPOINT ["asynqdeck", "serve"]

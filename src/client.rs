@@ -35,6 +35,11 @@ impl Client {
         Client { broker }
     }
 
+    /// The broker this client writes through.
+    pub fn broker(&self) -> &Broker {
+        &self.broker
+    }
+
     /// Enqueues `task` with `options` applied over the task's own defaults
     /// (an enqueue option beats the task's default, S2). Mirrors Go
     /// `Client.Enqueue`:

@@ -1179,6 +1179,24 @@ async fn lasterr_groups_outage_vs_bugs() {
             .contains("hx-confirm=\"Run the 40 tasks with this error?\">Run 40</button>")
     );
 
+    // 40 invalid orders archived with SkipRetry: one normalised error, but
+    // permanent, so the verdict points at data/code, not at an outage.
+    for i in 0..40 {
+        let err = format!("order {i} invalid: missing field \"sku\": skip retry for the task");
+        seed(
+            &mut s.raw,
+            &retry_msg("orders", &format!("p{i:02}"), &err, 1),
+            "archived",
+            secs(100 + i),
+        )
+        .await;
+    }
+    let perm = get(&s.app, "/queues/orders/archived/summary", false).await;
+    assert_eq!(count(&perm.body, "<tr data-group="), 1);
+    assert!(perm.body.contains(
+        "One permanent error accounts for 40 of 40 tasks: one cause in the input data or the handler code, not an outage"
+    ), "{}", perm.body);
+
     let bug = get(&s.app, "/queues/bug/retry/summary", false).await;
     assert_eq!(count(&bug.body, "<tr data-group="), 40);
     assert!(bug.body.contains(

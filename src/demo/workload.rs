@@ -173,7 +173,10 @@ pub fn config() -> Config {
         )
         .rule("resource:", Backoff::Constant(Duration::from_secs(10)));
     Config {
-        concurrency: 6,
+        // A little less capacity than the default rate needs, so the
+        // pending tab always has rows; the producer holds back when the
+        // backlog passes MAX_BACKLOG.
+        concurrency: 3,
         queues: [
             ("critical".to_string(), 6),
             ("default".to_string(), 3),
@@ -213,19 +216,41 @@ pub async fn produce(
         })
     };
     let period = Duration::from_millis(1000 / u64::from(cfg.rate_per_sec.max(1)));
+    let inspector = crate::Inspector::from_broker(client.broker().clone());
     let mut n: u64 = 0;
+    let mut backlog = 0;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tokio::time::sleep(period) => {}
         }
         n += 1;
+        if n.is_multiple_of(20) {
+            backlog = pending_backlog(&inspector).await;
+        }
+        if backlog > MAX_BACKLOG {
+            continue;
+        }
         let (task, opts) = next_task(n);
         if let Err(err) = client.enqueue(&task, opts).await {
             tracing::warn!(%err, "demo producer: enqueue failed");
         }
     }
     let _ = outage.await;
+}
+
+/// Pending tasks above which the producer pauses (the demo runs for hours
+/// without its backlog growing without bound).
+const MAX_BACKLOG: i64 = 200;
+
+async fn pending_backlog(inspector: &crate::Inspector) -> i64 {
+    let mut total = 0;
+    for q in ["critical", "default", "low"] {
+        if let Ok(info) = inspector.queue_info(q).await {
+            total += info.pending;
+        }
+    }
+    total
 }
 
 /// The n-th task of the mix.

@@ -1169,7 +1169,16 @@ fn verdict(groups: &[ErrGroup], tasks: usize) -> String {
         return String::new();
     }
     let top = groups[0].count;
-    if top * 5 >= tasks * 4 {
+    // A permanent error (SkipRetry, a panic) shared by many tasks is one
+    // cause in the data or the code, not an outage: running them again as
+    // they are would only fail again (S18, S21).
+    let permanent = groups[0].example.contains("skip retry for the task")
+        || groups[0].example.starts_with("panic error cause by");
+    if top * 5 >= tasks * 4 && permanent {
+        format!(
+            "One permanent error accounts for {top} of {tasks} tasks: one cause in the input data or the handler code, not an outage; fix it before running them again."
+        )
+    } else if top * 5 >= tasks * 4 {
         format!(
             "One error accounts for {top} of {tasks} tasks: most likely an external service is down or refusing; fix or wait for it, then run the tasks."
         )
