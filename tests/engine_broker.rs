@@ -523,6 +523,55 @@ async fn complete_then_janitor_deletes_expired() {
     assert!(!exists);
 }
 
+/// A dequeued task whose msg does not decode comes back as an error with its
+/// id, and `archive_undecodable` moves it from active/lease to the archive
+/// with its msg untouched, so it neither runs nor holds a lease forever.
+#[tokio::test]
+async fn undecodable_task_is_archived_as_is() {
+    let (_db, broker, _client, mut conn) = setup().await;
+    let _: () = conn.sadd(keys::ALL_QUEUES, "default").await.unwrap();
+    let _: () = conn
+        .hset_multiple(
+            keys::task_key("default", "bad"),
+            &[("msg", "garbage"), ("state", "pending")],
+        )
+        .await
+        .unwrap();
+    let _: () = conn
+        .lpush(keys::pending_key("default"), "bad")
+        .await
+        .unwrap();
+    let mut got = broker.dequeue("default", 5, lease_until()).await.unwrap();
+    let (id, err) = got.remove(0).unwrap_err();
+    assert_eq!(id, "bad");
+    assert!(matches!(err, asynqdeck::Error::Corrupt { .. }), "{err}");
+    assert!(broker.archive_undecodable("default", "bad").await.unwrap());
+    let active: Vec<String> = conn
+        .lrange(keys::active_key("default"), 0, -1)
+        .await
+        .unwrap();
+    assert!(active.is_empty());
+    let lease: Option<f64> = conn
+        .zscore(keys::lease_key("default"), "bad")
+        .await
+        .unwrap();
+    assert_eq!(lease, None);
+    let archived: Option<f64> = conn
+        .zscore(keys::archived_key("default"), "bad")
+        .await
+        .unwrap();
+    assert!(archived.is_some());
+    let msg: Vec<u8> = conn
+        .hget(keys::task_key("default", "bad"), "msg")
+        .await
+        .unwrap();
+    assert_eq!(msg, b"garbage");
+    assert!(
+        !broker.archive_undecodable("default", "bad").await.unwrap(),
+        "second call: nothing to move"
+    );
+}
+
 /// Expired leases are listed for the recoverer; extension only touches
 /// tasks still leased (ZADD XX).
 #[tokio::test]

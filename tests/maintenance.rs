@@ -526,9 +526,9 @@ async fn recoverer_respects_is_failure() {
     assert_eq!(failed, None);
 }
 
-/// A lease entry whose message does not decode is counted and skipped; the
-/// valid task of the same pass is still recovered and the corrupt entry is
-/// left in place (never a panic, never a failed pass).
+/// A lease entry whose message does not decode is counted and moved to the
+/// archive with its msg untouched (it can never run); the valid task of the
+/// same pass is still recovered (never a panic, never a failed pass).
 #[tokio::test]
 async fn recoverer_skips_a_corrupt_entry_and_recovers_the_rest() {
     let mut env = setup().await;
@@ -573,10 +573,20 @@ async fn recoverer_skips_a_corrupt_entry_and_recovers_the_rest() {
             .state,
         TaskState::Retry
     );
-    assert_eq!(
-        lease_score(&mut env.conn, "default", "bad").await,
-        Some((t0() - secs(120)).timestamp())
-    );
+    assert_eq!(lease_score(&mut env.conn, "default", "bad").await, None);
+    let archived: Option<f64> = env
+        .conn
+        .zscore(keys::archived_key("default"), "bad")
+        .await
+        .unwrap();
+    assert!(archived.is_some(), "moved to the archive");
+    let fields: std::collections::HashMap<String, Vec<u8>> = env
+        .conn
+        .hgetall(keys::task_key("default", "bad"))
+        .await
+        .unwrap();
+    assert_eq!(fields["state"], b"archived");
+    assert_eq!(fields["msg"], b"garbage", "msg untouched");
 }
 
 /// Wire spec §7.5: two recoverers racing on the same expired task move it

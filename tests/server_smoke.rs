@@ -104,3 +104,57 @@ async fn always_failing_task_is_tried_max_retry_plus_one_times() {
     run.await.unwrap().unwrap();
     assert!(inspector.servers().await.unwrap().is_empty());
 }
+
+/// A pending task whose msg cannot be decoded does not stall the server:
+/// it is moved to the archive as is (msg untouched, no lease left behind)
+/// and the good task next to it is processed (COMPATIBILITY.md#w3).
+#[tokio::test]
+async fn undecodable_task_is_archived_and_the_rest_runs() {
+    use redis::AsyncCommands;
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    let good = client
+        .enqueue(&Task::new("ok", b"x".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let mut raw = db.raw().await;
+    let _: () = raw
+        .hset_multiple(
+            "asynq:{default}:t:bad",
+            &[("msg", "garbage"), ("state", "pending")],
+        )
+        .await
+        .unwrap();
+    let _: () = raw.rpush("asynq:{default}:pending", "bad").await.unwrap();
+    let mut mux = ServeMux::new();
+    mux.handle_fn("ok", |_ctx: TaskContext, _t: Task| async { Ok(()) });
+    let server = Server::connect(
+        &db.url(),
+        Config {
+            concurrency: 2,
+            ..Config::default()
+        },
+    )
+    .await
+    .unwrap();
+    let handle = server.shutdown_handle();
+    let run = tokio::spawn(server.run_until(mux, std::future::pending()));
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let done = support::eventually(Duration::from_secs(10), || {
+        let inspector = inspector.clone();
+        async move {
+            let q = inspector.queue_info("default").await.ok()?;
+            (q.archived == 1 && q.active == 0 && q.pending == 0 && q.processed == 1).then_some(q)
+        }
+    })
+    .await;
+    assert!(done.is_some(), "bad archived, good processed");
+    assert!(
+        inspector.get_task_info("default", &good.id).await.is_err(),
+        "good task done"
+    );
+    let lease: Option<f64> = raw.zscore("asynq:{default}:lease", "bad").await.unwrap();
+    assert_eq!(lease, None);
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+}

@@ -47,8 +47,8 @@ impl Broker {
     /// Leases up to `max` pending tasks of `queue` until `lease_until`
     /// (whole unix s on the wire). Returns nothing when the queue is paused
     /// or empty. A task whose msg does not decode is returned as an error
-    /// entry with its id; it stays active with its lease, so once the lease
-    /// lapses it shows as an orphaned, undecodable row to operators.
+    /// entry with its id (the caller moves it aside with
+    /// [`Broker::archive_undecodable`]).
     // asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w3
     pub async fn dequeue(
         &self,
@@ -288,27 +288,52 @@ impl Broker {
         Ok(until)
     }
 
-    /// Messages of active tasks of `queue` whose lease expired at or before
-    /// `cutoff` (Go `ListLeaseExpired`), at most [`RECOVER_BATCH`]. Entries
-    /// that do not decode are returned as errors with their key (Go fails the
-    /// whole call).
-    // asynq divergence: COMPATIBILITY.md#w3, COMPATIBILITY.md#w5
+    /// Active tasks of `queue` whose lease expired at or before `cutoff`
+    /// (Go `ListLeaseExpired`), at most [`RECOVER_BATCH`]. An entry whose
+    /// msg does not decode comes back as an error with its id.
     pub async fn list_lease_expired(
         &self,
         queue: &str,
         cutoff: DateTime<Utc>,
-    ) -> Result<Vec<Result<WireTask>>> {
-        let msgs: Vec<Vec<u8>> = scripts::LIST_LEASE_EXPIRED
+    ) -> Result<Vec<std::result::Result<WireTask, (String, Error)>>> {
+        let reply: Vec<Vec<u8>> = scripts::LIST_LEASE_EXPIRED
             .key(keys::lease_key(queue))
             .arg(cutoff.timestamp())
             .arg(keys::task_key_prefix(queue))
             .arg(RECOVER_BATCH)
             .invoke_async(&mut self.conn())
             .await?;
-        Ok(msgs
-            .iter()
-            .map(|m| decode_task(&keys::lease_key(queue), m))
+        Ok(reply
+            .chunks_exact(2)
+            .map(|pair| {
+                let id = String::from_utf8_lossy(&pair[0]).into_owned();
+                decode_task(&keys::task_key(queue, &id), &pair[1]).map_err(|e| (id, e))
+            })
             .collect())
+    }
+
+    /// Moves a leased task whose msg cannot be decoded to the archive with
+    /// its msg untouched (it cannot be re-encoded), so it stops holding a
+    /// lease and shows on the archived tab, where it can be deleted. Trims
+    /// the archive like every archive write; counts nothing (no attempt ran).
+    /// Returns whether it was moved (false: no longer active nor leased).
+    // asynq divergence: COMPATIBILITY.md#w3
+    pub async fn archive_undecodable(&self, queue: &str, id: &str) -> Result<bool> {
+        let now = self.now();
+        let cutoff = now.timestamp() - super::ARCHIVE_RETENTION.as_secs() as i64;
+        let code: i64 = scripts::ARCHIVE_UNDECODABLE
+            .key(keys::task_key(queue, id))
+            .key(keys::active_key(queue))
+            .key(keys::lease_key(queue))
+            .key(keys::archived_key(queue))
+            .arg(id)
+            .arg(now.timestamp())
+            .arg(cutoff)
+            .arg(super::MAX_ARCHIVE_SIZE)
+            .arg(keys::task_key_prefix(queue))
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(code == 1)
     }
 
     /// Deletes completed tasks of `queue` whose retention ended, `batch` per

@@ -51,6 +51,8 @@ scripts! {
     ARCHIVE => ["lib/count_stats", "lib/trim_archive", "archive"];
     /// Move due scheduled/retry tasks to pending (asynq rdb.ForwardIfReady, one batch).
     FORWARD => ["forward"];
+    /// Move an undecodable leased task to the archive, msg untouched.
+    ARCHIVE_UNDECODABLE => ["lib/trim_archive", "archive_undecodable"];
     /// Messages of tasks whose lease expired (asynq rdb.ListLeaseExpired).
     LIST_LEASE_EXPIRED => ["list_lease_expired"];
     /// Delete completed tasks past retention (asynq rdb.DeleteExpiredCompletedTasks, one batch).

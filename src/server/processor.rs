@@ -244,10 +244,15 @@ impl Processor {
                     for t in tasks {
                         match t {
                             Ok(task) => out.push((task, lease_until)),
-                            // Left active: its lease lapses and it shows as an
-                            // orphaned, undecodable row in the dashboard.
+                            // It cannot run: move it to the archive (msg
+                            // untouched) where operators see and delete it.
                             Err((id, err)) => {
-                                tracing::error!(queue, id, %err, "dequeued task cannot be decoded")
+                                tracing::error!(queue, id, %err, "dequeued task cannot be decoded; archiving it as is");
+                                if let Err(e) =
+                                    self.shared.broker.archive_undecodable(&queue, &id).await
+                                {
+                                    tracing::warn!(queue, id, %e, "could not archive the undecodable task");
+                                }
                             }
                         }
                     }

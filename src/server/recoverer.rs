@@ -138,8 +138,11 @@ impl Recoverer {
         for entry in entries {
             let task = match entry {
                 Ok(task) => task,
-                Err(e) => {
-                    tracing::warn!(queue = %queue, error = %e, "recoverer: skipping a lease entry that does not decode");
+                Err((id, e)) => {
+                    tracing::warn!(queue = %queue, id = %id, error = %e, "recoverer: archiving a leased task that does not decode");
+                    if let Err(e) = self.broker.archive_undecodable(queue, &id).await {
+                        tracing::warn!(queue = %queue, id = %id, error = %e, "recoverer: could not archive it");
+                    }
                     out.corrupt += 1;
                     continue;
                 }

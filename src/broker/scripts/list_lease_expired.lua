@@ -1,18 +1,17 @@
--- list_lease_expired: the messages of active tasks whose lease ended before
--- a cutoff (asynq rdb.ListLeaseExpired).
+-- list_lease_expired: the active tasks whose lease ended before a cutoff
+-- (asynq rdb.ListLeaseExpired).
 -- KEYS[1] asynq:{<q>}:lease  zset id -> lease expiry (unix s)
 -- --
 -- ARGV[1] cutoff, unix s (leases scored <= cutoff)
 -- ARGV[2] task key prefix asynq:{<q>}:t:
 -- ARGV[3] most tasks to return
--- Returns: array of encoded TaskMessages; ids without a hash are skipped.
--- At most ARGV[3] ids are read per call (Go reads them all).
--- asynq divergence: COMPATIBILITY.md#w5
+-- Returns: flat array id1, msg1, id2, msg2, ...; ids without a msg are skipped.
 local out = {}
 local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[1], "LIMIT", 0, tonumber(ARGV[3]))
 for _, id in ipairs(ids) do
     local msg = redis.call("HGET", ARGV[2] .. id, "msg")
     if msg then
+        out[#out + 1] = id
         out[#out + 1] = msg
     end
 end
