@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example bench -- [--tasks N] [--concurrency 10,100]
 //!     [--pickup-tasks 200] [--pickup-interval-ms 20] [--archive-ops 20000]
-//!     [--profile] [--quiet-wait 60]
+//!     [--profile] [--quiet-wait 60] [--no-script-costs] [--only-ours]
 //! ```
 //!
 //! What it does (results go to stdout as Markdown, progress to stderr):
@@ -34,7 +34,8 @@
 //!
 //! `--profile` turns SLOWLOG on during the throughput runs too and prints,
 //! per engine, what each script call costs Redis (use fewer tasks: every
-//! command is kept in memory).
+//! command is kept in memory). `--no-script-costs` skips the script cost
+//! model; `--only-ours` skips Go's runs (for quick iterations).
 //!
 //! Hidden mode: `bench worker --redis URL --concurrency C --count N`. For
 //! profiling, `BENCH_WORKER_PREFIX="perf record -g --"` runs our worker
@@ -272,6 +273,7 @@ struct Options {
     script_costs: bool,
     profile: bool,
     quiet_wait: Duration,
+    engines: Vec<Engine>,
 }
 
 impl Options {
@@ -285,6 +287,7 @@ impl Options {
             "--profile",
             "--quiet-wait",
             "--no-script-costs",
+            "--only-ours",
         ];
         for a in args.iter().filter(|a| a.starts_with("--")) {
             if !known.contains(&a.as_str()) {
@@ -306,6 +309,11 @@ impl Options {
             profile: args.iter().any(|a| a == "--profile"),
             script_costs: !args.iter().any(|a| a == "--no-script-costs"),
             quiet_wait: Duration::from_secs(parse_flag(args, "--quiet-wait", 60)?),
+            engines: if args.iter().any(|a| a == "--only-ours") {
+                vec![Engine::Ours]
+            } else {
+                vec![Engine::Go, Engine::Ours]
+            },
         })
     }
 }
@@ -1079,7 +1087,7 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
 
     let mut runs = Vec::new();
     for &c in opts.concurrency.iter().filter(|_| opts.tasks > 0) {
-        for engine in [Engine::Go, Engine::Ours] {
+        for &engine in &opts.engines {
             eprintln!("bench: throughput {} C={c} N={}", engine.name(), opts.tasks);
             let r = throughput(&mut env, engine, c, opts.tasks, opts.profile).await?;
             eprintln!(
@@ -1095,7 +1103,7 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     }
     let mut pickups = Vec::new();
     if opts.pickup_tasks > 0 {
-        for engine in [Engine::Go, Engine::Ours] {
+        for &engine in &opts.engines {
             eprintln!("bench: pickup {}", engine.name());
             pickups.push(pickup(&mut env, engine, opts.pickup_tasks, opts.pickup_interval).await?);
         }

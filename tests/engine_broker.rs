@@ -616,3 +616,334 @@ async fn lease_expiry_and_extension() {
         .unwrap();
     assert_eq!(none, None);
 }
+
+/// Enqueues `n` tasks with ids `<prefix>000`, `<prefix>001`, ... in order.
+async fn enqueue_ids(client: &Client, prefix: &str, n: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let id = format!("{prefix}{i:03}");
+        client
+            .enqueue(
+                &Task::new("t", vec![i as u8]),
+                EnqueueOptions::new().task_id(&id),
+            )
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    ids
+}
+
+/// A batched dequeue of 150 tasks (two chunks of the list moves in
+/// lib/lease_tasks) leaves Redis exactly as 150 single dequeues (Go's
+/// RPOPLPUSH one at a time) leave it: same active list order, same leases,
+/// same pending rest, tasks returned oldest first (wire spec §6.5, COMPATIBILITY W1).
+#[tokio::test]
+async fn batched_dequeue_leaves_redis_as_single_dequeues_do() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let batch_ids = enqueue_ids(&client, "b", 160).await;
+    let until = lease_until();
+    let got = broker.dequeue("default", 150, until).await.unwrap();
+    let got: Vec<String> = got.into_iter().map(|t| t.unwrap().msg.id).collect();
+    assert_eq!(got, batch_ids[..150].to_vec());
+
+    let single_q = "single";
+    let mut single_ids = Vec::new();
+    for i in 0..160 {
+        let id = format!("s{i:03}");
+        client
+            .enqueue(
+                &Task::new("t", vec![i as u8]),
+                EnqueueOptions::new().task_id(&id).queue(single_q),
+            )
+            .await
+            .unwrap();
+        single_ids.push(id);
+    }
+    for expected in &single_ids[..150] {
+        let got = broker.dequeue(single_q, 1, until).await.unwrap();
+        assert_eq!(&got[0].as_ref().unwrap().msg.id, expected);
+    }
+    // Same shapes once the id prefix is set aside.
+    let strip =
+        |v: Vec<String>| -> Vec<String> { v.into_iter().map(|s| s[1..].to_string()).collect() };
+    let active_b: Vec<String> = conn
+        .lrange(keys::active_key("default"), 0, -1)
+        .await
+        .unwrap();
+    let active_s: Vec<String> = conn
+        .lrange(keys::active_key(single_q), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(active_b.len(), 150);
+    assert_eq!(active_b.first().map(String::as_str), Some("b149"));
+    assert_eq!(active_b.last().map(String::as_str), Some("b000"));
+    assert_eq!(strip(active_b), strip(active_s));
+    let pending_b: Vec<String> = conn
+        .lrange(keys::pending_key("default"), 0, -1)
+        .await
+        .unwrap();
+    let pending_s: Vec<String> = conn
+        .lrange(keys::pending_key(single_q), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(
+        pending_b,
+        [
+            "b159", "b158", "b157", "b156", "b155", "b154", "b153", "b152", "b151", "b150"
+        ]
+    );
+    assert_eq!(strip(pending_b), strip(pending_s));
+    let leases: Vec<(String, i64)> = conn
+        .zrange_withscores(keys::lease_key("default"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(leases.len(), 150);
+    assert!(leases.iter().all(|(_, s)| *s == until.timestamp()));
+    for id in ["b000", "b075", "b149"] {
+        assert_eq!(
+            state(&mut conn, "default", id).await.as_deref(),
+            Some("active")
+        );
+        let since: Option<String> = conn
+            .hget(keys::task_key("default", id), "pending_since")
+            .await
+            .unwrap();
+        assert_eq!(since, None);
+    }
+    assert_eq!(
+        state(&mut conn, "default", "b150").await.as_deref(),
+        Some("pending")
+    );
+}
+
+/// done_and_dequeue finishes first, then leases: the finished tasks are
+/// gone and counted, the next ones are leased in order; a paused queue
+/// still finishes but leases nothing; max 0 only finishes (wire spec §6.5,
+/// §6.6).
+#[tokio::test]
+async fn done_and_dequeue_finishes_then_leases() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let ids = enqueue_ids(&client, "t", 6).await;
+    let first = broker.dequeue("default", 2, lease_until()).await.unwrap();
+    let first: Vec<WireTask> = first.into_iter().map(|t| t.unwrap()).collect();
+    let msgs: Vec<_> = first.iter().map(|t| &t.msg).collect();
+    let until = lease_until();
+    let (outcomes, leased) = broker
+        .done_and_dequeue("default", &msgs, 3, until)
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![DoneOutcome::Done, DoneOutcome::Done]);
+    let leased: Vec<String> = leased.into_iter().map(|t| t.unwrap().msg.id).collect();
+    assert_eq!(leased, ids[2..5].to_vec());
+    let active: Vec<String> = conn
+        .lrange(keys::active_key("default"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(active, ["t004", "t003", "t002"]);
+    for id in ["t000", "t001"] {
+        let exists: bool = conn.exists(keys::task_key("default", id)).await.unwrap();
+        assert!(!exists, "{id} hash deleted");
+    }
+    let processed: i64 = conn
+        .get(keys::processed_key("default", today()))
+        .await
+        .unwrap();
+    let total: i64 = conn
+        .get(keys::processed_total_key("default"))
+        .await
+        .unwrap();
+    assert_eq!((processed, total), (2, 2));
+
+    // Paused: t002 finishes, nothing is leased.
+    let t2 = WireTask::decode(
+        &conn
+            .hget::<_, _, Vec<u8>>(keys::task_key("default", "t002"), "msg")
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let _: () = conn.set(keys::paused_key("default"), 1).await.unwrap();
+    let (outcomes, leased) = broker
+        .done_and_dequeue("default", &[&t2.msg], 5, until)
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![DoneOutcome::Done]);
+    assert!(leased.is_empty());
+    let _: () = conn.del(keys::paused_key("default")).await.unwrap();
+
+    // Max 0: t002 again is no longer active; nothing leased.
+    let (outcomes, leased) = broker
+        .done_and_dequeue("default", &[&t2.msg], 0, until)
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![DoneOutcome::NotActive]);
+    assert!(leased.is_empty());
+    let pending: Vec<String> = conn
+        .lrange(keys::pending_key("default"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(pending, ["t005"]);
+    let active: Vec<String> = conn
+        .lrange(keys::active_key("default"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(active, ["t004", "t003"]);
+    let total: i64 = conn
+        .get(keys::processed_total_key("default"))
+        .await
+        .unwrap();
+    assert_eq!(total, 3);
+}
+
+/// An id in pending whose hash has no msg leaves pending without being put
+/// in active or leased; the tasks around it are leased in order
+/// (COMPATIBILITY W2).
+#[tokio::test]
+async fn dequeue_drops_an_id_without_msg() {
+    let (_db, broker, client, mut conn) = setup().await;
+    enqueue_ids(&client, "t", 1).await;
+    let _: () = conn
+        .lpush(keys::pending_key("default"), "ghost")
+        .await
+        .unwrap();
+    let _: () = conn
+        .hset(keys::task_key("default", "ghost"), "state", "pending")
+        .await
+        .unwrap();
+    enqueue_ids(&client, "u", 1).await;
+    let got = broker.dequeue("default", 3, lease_until()).await.unwrap();
+    let got: Vec<String> = got.into_iter().map(|t| t.unwrap().msg.id).collect();
+    assert_eq!(got, ["t000", "u000"]);
+    let active: Vec<String> = conn
+        .lrange(keys::active_key("default"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(active, ["u000", "t000"]);
+    let pending: i64 = conn.llen(keys::pending_key("default")).await.unwrap();
+    assert_eq!(pending, 0);
+    let lease: Option<i64> = conn
+        .zscore(keys::lease_key("default"), "ghost")
+        .await
+        .unwrap();
+    assert_eq!(lease, None);
+    let ghost_state: Option<String> = state(&mut conn, "default", "ghost").await;
+    assert_eq!(
+        ghost_state.as_deref(),
+        Some("pending"),
+        "hash left as it was"
+    );
+}
+
+/// Builds, in queue `q`, six leased tasks and returns their messages in this
+/// order: done, done with its unique lock, lock taken over by another id,
+/// not in active, no lease, no hash. `padding` extra ids (with leases) are
+/// put at the head of active first, to choose lib/finish_tasks' path.
+async fn finish_scenario(
+    broker: &Broker,
+    client: &Client,
+    conn: &mut redis::aio::MultiplexedConnection,
+    q: &str,
+    padding: usize,
+) -> Vec<asynqdeck::broker::proto::TaskMessage> {
+    let until = lease_until();
+    for i in 0..padding {
+        let _: () = conn
+            .lpush(keys::active_key(q), format!("pad{i}"))
+            .await
+            .unwrap();
+        let _: () = conn
+            .zadd(keys::lease_key(q), format!("pad{i}"), until.timestamp())
+            .await
+            .unwrap();
+    }
+    let mut ids = Vec::new();
+    for (i, unique) in [false, true, true, false, false, false]
+        .into_iter()
+        .enumerate()
+    {
+        let mut opts = EnqueueOptions::new().queue(q).task_id(format!("x{i}"));
+        if unique {
+            opts = opts.unique(Duration::from_secs(600));
+        }
+        client
+            .enqueue(&Task::new("t", format!("p{i}").into_bytes()), opts)
+            .await
+            .unwrap();
+        ids.push(format!("x{i}"));
+    }
+    let leased: Vec<WireTask> = broker
+        .dequeue(q, 6, until)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(leased.len(), 6);
+    // x2's lock now belongs to someone else; x3 left active; x4 lost its
+    // lease; x5 lost its hash.
+    let _: () = conn.set(&leased[2].msg.unique_key, "other").await.unwrap();
+    let _: () = conn.lrem(keys::active_key(q), 0, "x3").await.unwrap();
+    let _: () = conn.zrem(keys::lease_key(q), "x4").await.unwrap();
+    let _: () = conn.del(keys::task_key(q, "x5")).await.unwrap();
+    leased.into_iter().map(|w| w.msg).collect()
+}
+
+/// Both ways lib/finish_tasks finishes a batch — the small-list rewrite
+/// (active and lease read whole) and the per-task LREM/ZREM/DEL path used
+/// when active is long — give every outcome Go's Done would (wire spec
+/// §6.6): codes, what stays in active (order kept) and lease, hashes,
+/// locks released only when held, counters for finished tasks only.
+#[tokio::test]
+async fn done_outcomes_agree_on_both_finishing_paths() {
+    let (_db, broker, client, mut conn) = setup().await;
+    for (q, padding) in [("small", 3), ("long", 300)] {
+        let msgs = finish_scenario(&broker, &client, &mut conn, q, padding).await;
+        let refs: Vec<_> = msgs.iter().collect();
+        let outcomes = broker.done(q, &refs).await.unwrap();
+        assert_eq!(
+            outcomes,
+            vec![
+                DoneOutcome::Done,
+                DoneOutcome::Done,
+                DoneOutcome::Done,
+                DoneOutcome::NotActive,
+                DoneOutcome::NoLease,
+                DoneOutcome::NoHash,
+            ],
+            "queue {q}"
+        );
+        let active: Vec<String> = conn.lrange(keys::active_key(q), 0, -1).await.unwrap();
+        let expected: Vec<String> = (0..padding).rev().map(|i| format!("pad{i}")).collect();
+        assert_eq!(
+            active, expected,
+            "queue {q}: only the padding stays, in order"
+        );
+        // x3 stopped at its first step (not in active), so its lease stays.
+        let leases: Vec<String> = conn.zrange(keys::lease_key(q), 0, -1).await.unwrap();
+        assert_eq!(leases.len(), padding + 1, "queue {q}");
+        assert!(leases.contains(&"x3".to_string()), "queue {q}");
+        assert!(
+            leases.iter().all(|m| m.starts_with("pad") || m == "x3"),
+            "queue {q}"
+        );
+        // x3 (not active) and x4 (no lease) keep their hashes, as in Go.
+        let mut hashes: Vec<String> = conn.keys(format!("asynq:{{{q}}}:t:*")).await.unwrap();
+        hashes.sort();
+        assert_eq!(
+            hashes,
+            [keys::task_key(q, "x3"), keys::task_key(q, "x4")],
+            "queue {q}"
+        );
+        let lock1: Option<String> = conn.get(&msgs[1].unique_key).await.unwrap();
+        let lock2: Option<String> = conn.get(&msgs[2].unique_key).await.unwrap();
+        assert_eq!(
+            (lock1, lock2.as_deref()),
+            (None, Some("other")),
+            "queue {q}"
+        );
+        let daily: i64 = conn.get(keys::processed_key(q, today())).await.unwrap();
+        let total: i64 = conn.get(keys::processed_total_key(q)).await.unwrap();
+        assert_eq!((daily, total), (3, 3), "queue {q}");
+    }
+}

@@ -3,7 +3,9 @@
 //! Each [`redis::Script`] is built once (hashed once) and run with EVALSHA,
 //! falling back to loading it on NOSCRIPT. Scripts that write to the archive
 //! are prefixed with `lib/trim_archive.lua`, which defines the shared
-//! `trim_archive` function (Lua has no includes).
+//! `trim_archive` function (Lua has no includes); likewise `lib/count_stats`
+//! (statistics counters), `lib/lease_tasks` (dequeue) and
+//! `lib/finish_tasks` (done).
 //!
 //! Every script uses only commands Redis 6.0 has and answers with integer
 //! codes or data, never an error reply.
@@ -38,9 +40,11 @@ scripts! {
     /// Create an aggregating task in a group (asynq rdb.AddToGroup / AddToGroupUnique).
     ADD_TO_GROUP => ["add_to_group"];
     /// Lease up to N pending tasks of one queue (asynq rdb.Dequeue, batched).
-    DEQUEUE => ["dequeue"];
+    DEQUEUE => ["lib/lease_tasks", "dequeue"];
     /// Finish successful tasks of one queue (asynq rdb.Done, batched).
-    DONE => ["lib/count_stats", "done"];
+    DONE => ["lib/count_stats", "lib/finish_tasks", "done"];
+    /// Finish successful tasks of one queue and lease the next ones, one round trip (asynq rdb.Done + rdb.Dequeue).
+    DONE_AND_DEQUEUE => ["lib/count_stats", "lib/finish_tasks", "lib/lease_tasks", "done_and_dequeue"];
     /// Keep a successful task as completed (asynq rdb.MarkAsComplete).
     MARK_COMPLETE => ["lib/count_stats", "mark_complete"];
     /// Give an unfinished task back to pending at shutdown (asynq rdb.Requeue).

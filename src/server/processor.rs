@@ -4,8 +4,13 @@
 //! Shape: one fetch loop holds a semaphore of `concurrency` permits. When
 //! permits are free it leases up to that many tasks in one script call per
 //! queue (in weighted-random or strict order), spawns one worker per task,
-//! and when every queue is empty waits `task_check_interval` before looking
-//! again. A worker runs the handler under the task's deadline, its
+//! and when every queue is empty waits for the idle waker or
+//! `task_check_interval` before looking again. Leasing never runs ahead of
+//! a free permit (as Go: active tasks are running tasks). Before it leases,
+//! the loop yields once so that workers about to finish do so: at low
+//! concurrency one call then carries a whole batch of finishes and leases,
+//! and the per-call cost, not the per-task one, is what Redis spends most on
+//! (BENCHMARKS.md). A worker runs the handler under the task's deadline, its
 //! cancellation token and a panic guard, then decides (Go's decision tree):
 //!
 //! 1. the error handler runs for every failure;
@@ -15,8 +20,10 @@
 //! 4. otherwise → retry at now + delay(Retried, err, task); `is_failure`
 //!    false retries without counting (S24).
 //!
-//! Success without retention goes to the acker, which finishes every success
-//! it has in hand with one script call per queue; with retention the task is
+//! Success without retention is handed back to the fetch loop, which
+//! finishes the successes it has in hand in the same script call that leases
+//! the next tasks of their queue (`done_and_dequeue`), or with one `done`
+//! call per queue when it is not leasing from it; with retention the task is
 //! kept as completed. No write happens once the local lease has lapsed: the
 //! recoverer owns the task then. A failed write goes to the syncer.
 
@@ -39,7 +46,7 @@ use crate::broker::proto::WireTask;
 use crate::broker::{Broker, LEASE_DURATION};
 use crate::task::{DEFAULT_TIMEOUT, Task};
 
-/// Most successes the acker finishes in one script call.
+/// Most successes finished in one script call.
 const ACK_BATCH: usize = 256;
 
 /// The order queues are tried in (Go `processor.queues`).
@@ -158,8 +165,7 @@ impl Processor {
     ) {
         install_panic_hook();
         let sem = Arc::new(Semaphore::new(self.concurrency.max(1)));
-        let (ack_tx, ack_rx) = mpsc::unbounded_channel();
-        let acker = tokio::spawn(ack_loop(self.shared.clone(), ack_rx));
+        let (ack_tx, mut ack_rx) = mpsc::unbounded_channel();
         let waker = Waker::start(
             &self.shared.broker,
             &self.queues.names(),
@@ -168,33 +174,53 @@ impl Processor {
         )
         .await;
         let mut workers = tokio::task::JoinSet::new();
-        loop {
+        let mut acks: Vec<Ack> = Vec::with_capacity(ACK_BATCH);
+        'fetch: loop {
             if pause.is_cancelled() {
+                // No new task, but successes of running ones still finish.
                 tokio::select! {
                     _ = stop.cancelled() => break,
-                    _ = tokio::time::sleep(self.task_check_interval) => continue,
+                    _ = ack_rx.recv_many(&mut acks, ACK_BATCH) => finish(&self.shared, &mut acks).await,
+                    _ = tokio::time::sleep(self.task_check_interval) => {}
                 }
+                continue;
             }
+            // A success sends its ack before its worker frees the permit, so
+            // waiting for a permit also waits for acks while all are busy.
             let permit = tokio::select! {
                 _ = stop.cancelled() => break,
                 p = sem.clone().acquire_owned() => p.expect("semaphore open"),
             };
-            // Take every other free permit too: one script call leases a batch.
-            let extra = sem.available_permits();
+            // Let workers that are about to finish do so, so one script call
+            // carries more acks and leases (the per-call cost dominates at
+            // low concurrency); a yield, not a timer, so nothing waits.
+            tokio::task::yield_now().await;
             let mut permits = permit;
+            let extra = sem.available_permits();
             if extra > 0
                 && let Ok(more) = sem.clone().try_acquire_many_owned(extra as u32)
             {
                 permits.merge(more);
             }
-            let leased = self.fetch(permits.num_permits()).await;
+            while acks.len() < ACK_BATCH {
+                match ack_rx.try_recv() {
+                    Ok(a) => acks.push(a),
+                    Err(_) => break,
+                }
+            }
+            let leased = self.fetch(permits.num_permits(), &mut acks).await;
             if leased.is_empty() {
                 drop(permits);
                 waker.arm();
-                tokio::select! {
-                    _ = stop.cancelled() => break,
-                    _ = waker.woken() => {}
-                    _ = tokio::time::sleep(self.task_check_interval) => {}
+                let idle = tokio::time::sleep(self.task_check_interval);
+                tokio::pin!(idle);
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => break 'fetch,
+                        _ = waker.woken() => break,
+                        _ = &mut idle => break,
+                        _ = ack_rx.recv_many(&mut acks, ACK_BATCH) => finish(&self.shared, &mut acks).await,
+                    }
                 }
                 continue;
             }
@@ -211,22 +237,33 @@ impl Processor {
             }
             while workers.try_join_next().is_some() {}
         }
+        // Shutdown: running tasks get `shutdown_timeout` to end (their
+        // successes are finished as they come), then the rest are cancelled
+        // and requeued by their workers.
         drop(ack_tx);
-        let drained = tokio::time::timeout(shutdown_timeout, async {
-            while workers.join_next().await.is_some() {}
-        })
+        let drained = tokio::time::timeout(
+            shutdown_timeout,
+            drain(&self.shared, &mut workers, &mut ack_rx, &mut acks),
+        )
         .await;
         if drained.is_err() {
             for running in self.shared.inflight.snapshot() {
                 running.cancel_with(CancelReason::Shutdown);
             }
-            while workers.join_next().await.is_some() {}
+            drain(&self.shared, &mut workers, &mut ack_rx, &mut acks).await;
         }
-        let _ = acker.await;
+        while let Ok(a) = ack_rx.try_recv() {
+            acks.push(a);
+        }
+        finish(&self.shared, &mut acks).await;
     }
 
-    /// Leases up to `max` tasks, trying queues in this fetch's order.
-    async fn fetch(&self, max: usize) -> Vec<(WireTask, DateTime<Utc>)> {
+    /// Leases up to `max` tasks, trying queues in this fetch's order. The
+    /// successes in `acks` of a queue tried here are finished in the same
+    /// script call that leases from it; the others in one `done` call per
+    /// queue. `acks` is empty afterwards.
+    async fn fetch(&self, max: usize, acks: &mut Vec<Ack>) -> Vec<(WireTask, DateTime<Utc>)> {
+        let mut by_queue = group_acks(&self.shared, acks);
         let mut out = Vec::new();
         for queue in self.queues.order() {
             if out.len() >= max {
@@ -234,14 +271,24 @@ impl Processor {
             }
             let lease_until = self.shared.broker.now()
                 + chrono::Duration::from_std(LEASE_DURATION).expect("30 s");
-            match self
-                .shared
-                .broker
-                .dequeue(&queue, max - out.len(), lease_until)
-                .await
-            {
-                Ok(tasks) => {
-                    for t in tasks {
+            let finishing = by_queue.remove(&queue).unwrap_or_default();
+            let msgs: Vec<_> = finishing.iter().map(Ack::msg).collect();
+            let reply = if msgs.is_empty() {
+                self.shared
+                    .broker
+                    .dequeue(&queue, max - out.len(), lease_until)
+                    .await
+                    .map(|leased| (Vec::new(), leased))
+            } else {
+                self.shared
+                    .broker
+                    .done_and_dequeue(&queue, &msgs, max - out.len(), lease_until)
+                    .await
+            };
+            match reply {
+                Ok((outcomes, leased)) => {
+                    report_outcomes(&finishing, &outcomes);
+                    for t in leased {
                         match t {
                             Ok(task) => out.push((task, lease_until)),
                             // It cannot run: move it to the archive (msg
@@ -259,11 +306,34 @@ impl Processor {
                 }
                 Err(err) => {
                     tracing::warn!(queue, %err, "dequeue failed");
+                    to_syncer(&self.shared, finishing);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
         }
+        finish_grouped(&self.shared, by_queue).await;
         out
+    }
+}
+
+/// Waits for every worker, finishing successes as they arrive.
+async fn drain(
+    shared: &Shared,
+    workers: &mut tokio::task::JoinSet<()>,
+    ack_rx: &mut mpsc::UnboundedReceiver<Ack>,
+    acks: &mut Vec<Ack>,
+) {
+    let mut open = true;
+    loop {
+        tokio::select! {
+            joined = workers.join_next() => if joined.is_none() { return },
+            n = ack_rx.recv_many(acks, ACK_BATCH), if open => {
+                if n == 0 {
+                    open = false;
+                }
+                finish(shared, acks).await;
+            }
+        }
     }
 }
 
@@ -344,61 +414,90 @@ impl Waker {
     }
 }
 
-/// What a worker hands to the acker: a success to finish with `done`.
+/// What a worker hands to the fetch loop: a success to finish with `done`.
 struct Ack {
-    task: WireTask,
-    lease_until: DateTime<Utc>,
+    running: Arc<Running>,
 }
 
-/// Finishes successes in batches: whatever is in hand (up to ACK_BATCH),
-/// one `done` script call per queue. Ends when every sender is gone.
-async fn ack_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Ack>) {
-    let mut batch = Vec::with_capacity(ACK_BATCH);
-    while rx.recv_many(&mut batch, ACK_BATCH).await > 0 {
-        let now = shared.broker.now();
-        let mut by_queue: HashMap<String, Vec<Ack>> = HashMap::new();
-        for ack in batch.drain(..) {
-            if ack.lease_until < now {
-                tracing::warn!(
-                    id = ack.task.msg.id,
-                    "lease lapsed; leaving the task to the recoverer"
-                );
-                continue;
-            }
-            by_queue
-                .entry(ack.task.msg.queue.clone())
-                .or_default()
-                .push(ack);
+impl Ack {
+    fn msg(&self) -> &crate::broker::proto::TaskMessage {
+        &self.running.task.msg
+    }
+}
+
+/// The handler's view of a task: type, payload and headers (copied, so the
+/// running task keeps the message for its outcome write).
+fn user_task(msg: &crate::broker::proto::TaskMessage) -> Task {
+    Task::new(msg.r#type.clone(), msg.payload.clone()).with_headers(msg.headers.clone())
+}
+
+/// Groups `acks` (emptied) by queue, dropping those whose lease lapsed: the
+/// recoverer owns those tasks now.
+fn group_acks(shared: &Shared, acks: &mut Vec<Ack>) -> HashMap<String, Vec<Ack>> {
+    let now = shared.broker.now();
+    let mut by_queue: HashMap<String, Vec<Ack>> = HashMap::new();
+    for ack in acks.drain(..) {
+        if !ack.running.lease_valid(now) {
+            tracing::warn!(
+                id = ack.msg().id,
+                "lease lapsed; leaving the task to the recoverer"
+            );
+            continue;
         }
-        for (queue, acks) in by_queue {
-            let msgs: Vec<_> = acks.iter().map(|a| &a.task.msg).collect();
-            match shared.broker.done(&queue, &msgs).await {
-                Ok(outcomes) => {
-                    for (a, o) in acks.iter().zip(outcomes) {
-                        if o != crate::broker::DoneOutcome::Done {
-                            tracing::warn!(id = a.task.msg.id, outcome = ?o, "done found the task moved");
-                        }
-                    }
-                }
-                Err(err) => {
-                    tracing::warn!(queue, %err, "done failed; handing to the syncer");
-                    for a in acks {
-                        let broker = shared.broker.clone();
-                        let msg = a.task.msg.clone();
-                        let _ = shared.syncer.send(SyncRequest::new(
-                            format!("done {}", msg.id),
-                            a.lease_until,
-                            move || {
-                                let broker = broker.clone();
-                                let msg = msg.clone();
-                                async move { broker.done(&msg.queue, &[&msg]).await.map(|_| ()) }
-                                    .boxed()
-                            },
-                        ));
-                    }
-                }
+        by_queue
+            .entry(ack.msg().queue.clone())
+            .or_default()
+            .push(ack);
+    }
+    by_queue
+}
+
+/// Finishes `acks` (emptied) with one `done` call per queue.
+async fn finish(shared: &Shared, acks: &mut Vec<Ack>) {
+    if !acks.is_empty() {
+        let by_queue = group_acks(shared, acks);
+        finish_grouped(shared, by_queue).await;
+    }
+}
+
+async fn finish_grouped(shared: &Shared, by_queue: HashMap<String, Vec<Ack>>) {
+    for (queue, acks) in by_queue {
+        let msgs: Vec<_> = acks.iter().map(Ack::msg).collect();
+        match shared.broker.done(&queue, &msgs).await {
+            Ok(outcomes) => report_outcomes(&acks, &outcomes),
+            Err(err) => {
+                tracing::warn!(queue, %err, "done failed; handing to the syncer");
+                to_syncer(shared, acks);
             }
         }
+    }
+}
+
+/// Logs every task that `done` found already moved (another server
+/// recovered it).
+fn report_outcomes(acks: &[Ack], outcomes: &[crate::broker::DoneOutcome]) {
+    for (a, o) in acks.iter().zip(outcomes) {
+        if *o != crate::broker::DoneOutcome::Done {
+            tracing::warn!(id = a.msg().id, outcome = ?o, "done found the task moved");
+        }
+    }
+}
+
+/// Hands each success whose `done` failed to the syncer, which retries it
+/// until its lease ends.
+fn to_syncer(shared: &Shared, acks: Vec<Ack>) {
+    for a in acks {
+        let broker = shared.broker.clone();
+        let msg = a.msg().clone();
+        let _ = shared.syncer.send(SyncRequest::new(
+            format!("done {}", msg.id),
+            a.running.lease_until(),
+            move || {
+                let broker = broker.clone();
+                let msg = msg.clone();
+                async move { broker.done(&msg.queue, &[&msg]).await.map(|_| ()) }.boxed()
+            },
+        ));
     }
 }
 
@@ -410,10 +509,10 @@ async fn run_task(
     ack: mpsc::UnboundedSender<Ack>,
 ) {
     let now = shared.broker.now();
-    let msg = &task.msg;
-    let deadline = compute_deadline(msg.timeout, msg.deadline, now);
-    let running = Arc::new(Running::new(task.clone(), now, deadline, lease_until));
+    let deadline = compute_deadline(task.msg.timeout, task.msg.deadline, now);
+    let running = Arc::new(Running::new(task, now, deadline, lease_until));
     shared.inflight.insert(running.clone());
+    let msg = &running.task.msg;
     let ctx = TaskContext::new(
         msg.id.clone(),
         msg.queue.clone(),
@@ -423,14 +522,11 @@ async fn run_task(
         running.cancel.clone(),
         shared.broker.clone(),
     );
-    let user_task =
-        Task::new(msg.r#type.clone(), msg.payload.clone()).with_headers(msg.headers.clone());
-
     let result: Result<(), TaskError> = if deadline <= now {
         Err(DeadlineExceeded.into())
     } else {
         let until_deadline = (deadline - now).to_std().unwrap_or_default();
-        let handler = shared.handler.process_task(ctx.clone(), user_task.clone());
+        let handler = shared.handler.process_task(ctx.clone(), user_task(msg));
         tokio::select! {
             r = HandlerPanics(handler) => r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location()))),
             _ = tokio::time::sleep(until_deadline) => Err(DeadlineExceeded.into()),
@@ -467,12 +563,9 @@ async fn run_task(
             .await;
         }
         Ok(()) => {
-            let _ = ack.send(Ack {
-                task,
-                lease_until: running.lease_until(),
-            });
+            let _ = ack.send(Ack { running });
         }
-        Err(err) => fail(&shared, &running, &ctx, user_task, err, ack).await,
+        Err(err) => fail(&shared, &running, &ctx, user_task(msg), err, ack).await,
     }
 }
 
@@ -507,8 +600,7 @@ async fn fail(
     }
     if super::is_revoke_task(&err) {
         let _ = ack.send(Ack {
-            task: running.task.clone(),
-            lease_until: running.lease_until(),
+            running: running.clone(),
         });
         return;
     }

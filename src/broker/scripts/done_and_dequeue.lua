@@ -1,0 +1,26 @@
+-- done_and_dequeue: finish successful tasks of one queue and lease the next
+-- ones in the same call (asynq rdb.Done then rdb.Dequeue, batched; one round
+-- trip where Go makes one per task and step).
+-- KEYS[1] asynq:{<q>}:active                  list
+-- KEYS[2] asynq:{<q>}:lease                   zset id -> lease expiry (unix s)
+-- KEYS[3] asynq:{<q>}:processed:<YYYY-MM-DD>  daily counter (UTC)
+-- KEYS[4] asynq:{<q>}:processed               all-time counter
+-- KEYS[5] asynq:{<q>}:pending                 list (workers take from the right)
+-- KEYS[6] asynq:{<q>}:paused                  string, exists while the queue is paused
+-- --
+-- ARGV[1] daily counter expiry, unix s
+-- ARGV[2] MaxInt64 (9223372036854775807)
+-- ARGV[3] task key prefix asynq:{<q>}:t:
+-- ARGV[4] lease expiry of the leased tasks, unix s
+-- ARGV[5] most tasks to lease (>= 0)
+-- ARGV[6], ARGV[7], ... pairs to finish: task id, its unique lock key ("" when none)
+-- Returns: a two-element array: [1] one done code per finished pair, as
+-- done.lua; [2] the leased tasks, flat id1, msg1, ... as dequeue.lua. The
+-- finishing happens first, exactly as a done call followed by a dequeue call.
+-- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2, COMPATIBILITY.md#w11
+local codes = finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 6)
+local leased = {}
+if tonumber(ARGV[5]) > 0 then
+    leased = lease_tasks(KEYS[5], KEYS[6], KEYS[1], KEYS[2], ARGV[4], ARGV[3], tonumber(ARGV[5]))
+end
+return {codes, leased}
