@@ -837,14 +837,16 @@ async fn dequeue_drops_an_id_without_msg() {
 
 /// Builds, in queue `q`, six leased tasks and returns their messages in this
 /// order: done, done with its unique lock, lock taken over by another id,
-/// not in active, no lease, no hash. `padding` extra ids (with leases) are
-/// put at the head of active first, to choose lib/finish_tasks' path.
+/// not in active, no lease, no hash. `padding` extra ids are put at the
+/// head of active and `lease_padding` in the lease zset first, to choose
+/// lib/finish_tasks' path.
 async fn finish_scenario(
     broker: &Broker,
     client: &Client,
     conn: &mut redis::aio::MultiplexedConnection,
     q: &str,
     padding: usize,
+    lease_padding: usize,
 ) -> Vec<asynqdeck::broker::proto::TaskMessage> {
     let until = lease_until();
     for i in 0..padding {
@@ -852,6 +854,8 @@ async fn finish_scenario(
             .lpush(keys::active_key(q), format!("pad{i}"))
             .await
             .unwrap();
+    }
+    for i in 0..lease_padding {
         let _: () = conn
             .zadd(keys::lease_key(q), format!("pad{i}"), until.timestamp())
             .await
@@ -891,14 +895,14 @@ async fn finish_scenario(
 
 /// Both ways lib/finish_tasks finishes a batch — the small-list rewrite
 /// (active and lease read whole) and the per-task LREM/ZREM/DEL path used
-/// when active is long — give every outcome Go's Done would (wire spec
+/// when active or lease is long — give every outcome Go's Done would (wire spec
 /// §6.6): codes, what stays in active (order kept) and lease, hashes,
 /// locks released only when held, counters for finished tasks only.
 #[tokio::test]
 async fn done_outcomes_agree_on_both_finishing_paths() {
     let (_db, broker, client, mut conn) = setup().await;
-    for (q, padding) in [("small", 3), ("long", 300)] {
-        let msgs = finish_scenario(&broker, &client, &mut conn, q, padding).await;
+    for (q, padding, lease_padding) in [("small", 3, 3), ("long", 300, 300), ("leases", 3, 300)] {
+        let msgs = finish_scenario(&broker, &client, &mut conn, q, padding, lease_padding).await;
         let refs: Vec<_> = msgs.iter().collect();
         let outcomes = broker.done(q, &refs).await.unwrap();
         assert_eq!(
@@ -921,7 +925,7 @@ async fn done_outcomes_agree_on_both_finishing_paths() {
         );
         // x3 stopped at its first step (not in active), so its lease stays.
         let leases: Vec<String> = conn.zrange(keys::lease_key(q), 0, -1).await.unwrap();
-        assert_eq!(leases.len(), padding + 1, "queue {q}");
+        assert_eq!(leases.len(), lease_padding + 1, "queue {q}");
         assert!(leases.contains(&"x3".to_string()), "queue {q}");
         assert!(
             leases.iter().all(|m| m.starts_with("pad") || m == "x3"),

@@ -52,10 +52,9 @@ local function finish_one_by_one(active, lease, prefix, args, first, codes)
     end
 end
 
-local function finish_small(active, lease, prefix, args, first, codes)
-    local list = redis.call("LRANGE", active, 0, -1)
+local function finish_small(list, lease_ids, active, lease, prefix, args, first, codes)
     local leased = {}
-    for _, id in ipairs(redis.call("ZRANGE", lease, 0, -1)) do
+    for _, id in ipairs(lease_ids) do
         leased[id] = true
     end
     -- Positions of each id in the list, head to tail.
@@ -112,11 +111,19 @@ end
 
 local function finish_tasks(active, lease, daily, total, daily_expiry_s, maxi64, prefix, args, first)
     local codes = {}
-    local n = (#args - first + 1) / 2
-    if n >= 2 and redis.call("LLEN", active) <= FINISH_SMALL
-        and redis.call("ZCARD", lease) <= FINISH_SMALL then
-        finish_small(active, lease, prefix, args, first, codes)
-    else
+    local small = false
+    if (#args - first + 1) / 2 >= 2 then
+        -- One more than the limit tells "small" from "too long" in one read.
+        local list = redis.call("LRANGE", active, 0, FINISH_SMALL)
+        if #list <= FINISH_SMALL then
+            local lease_ids = redis.call("ZRANGE", lease, 0, FINISH_SMALL)
+            if #lease_ids <= FINISH_SMALL then
+                small = true
+                finish_small(list, lease_ids, active, lease, prefix, args, first, codes)
+            end
+        end
+    end
+    if not small then
         finish_one_by_one(active, lease, prefix, args, first, codes)
     end
     local finished = 0
