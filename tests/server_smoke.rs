@@ -158,3 +158,83 @@ async fn undecodable_task_is_archived_and_the_rest_runs() {
     handle.shutdown();
     run.await.unwrap().unwrap();
 }
+
+/// At concurrency 64 the fetch loop keeps two lease calls in flight, each
+/// with half the permits: 3,000 tasks over two queues are each handled
+/// exactly once, never more than 64 at a time, and Redis ends with nothing
+/// pending, active or leased and processed = 3,000 (wire spec §7.2; W1).
+#[tokio::test]
+async fn two_lease_calls_in_flight_keep_every_task_once_and_the_bound() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let running = Arc::new(AtomicU32::new(0));
+    let most = Arc::new(AtomicU32::new(0));
+    let mut mux = ServeMux::new();
+    let (s, r, m) = (seen.clone(), running.clone(), most.clone());
+    mux.handle_fn("t", move |ctx: TaskContext, _t: Task| {
+        let (s, r, m) = (s.clone(), r.clone(), m.clone());
+        async move {
+            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(now, Ordering::SeqCst);
+            assert!(
+                s.lock().unwrap().insert(ctx.task_id().to_string()),
+                "ran twice"
+            );
+            // Some tasks wait, so finishes and leases interleave.
+            if ctx.task_id().ends_with('7') {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            r.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        }
+    });
+    for i in 0..3000 {
+        let q = if i % 3 == 0 { "low" } else { "default" };
+        client
+            .enqueue(
+                &Task::new("t", vec![]),
+                EnqueueOptions::new().queue(q).task_id(format!("task-{i}")),
+            )
+            .await
+            .unwrap();
+    }
+    let config = Config {
+        concurrency: 64,
+        queues: [("default".to_string(), 2), ("low".to_string(), 1)].into(),
+        ..Config::default()
+    };
+    let server = Server::connect(&db.url(), config).await.unwrap();
+    let handle = server.shutdown_handle();
+    let run = tokio::spawn(server.run_until(mux, std::future::pending()));
+    let done = support::eventually(Duration::from_secs(30), || {
+        let inspector = inspector.clone();
+        async move {
+            let d = inspector.queue_info("default").await.ok()?;
+            let l = inspector.queue_info("low").await.ok()?;
+            (d.processed + l.processed == 3000).then_some((d, l))
+        }
+    })
+    .await
+    .expect("all processed");
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 3000);
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= 64, "at most 64 handlers at once, saw {most}");
+    let (d, l) = done;
+    assert_eq!((d.processed, l.processed), (2000, 1000));
+    for q in ["default", "low"] {
+        let s = inspector.queue_info(q).await.unwrap();
+        assert_eq!((s.pending, s.active, s.failed), (0, 0, 0), "{q}");
+    }
+    let mut conn = db.raw().await;
+    for q in ["default", "low"] {
+        let leases: i64 =
+            redis::AsyncCommands::zcard(&mut conn, asynqdeck::broker::keys::lease_key(q))
+                .await
+                .unwrap();
+        assert_eq!(leases, 0, "{q}");
+    }
+}

@@ -7,10 +7,10 @@
 //! and when every queue is empty waits for the idle waker or
 //! `task_check_interval` before looking again. Leasing never runs ahead of
 //! a free permit (as Go: active tasks are running tasks). Before it leases,
-//! the loop yields once so that workers about to finish do so: at low
-//! concurrency one call then carries a whole batch of finishes and leases,
-//! and the per-call cost, not the per-task one, is what Redis spends most on
-//! (BENCHMARKS.md). A worker runs the handler under the task's deadline, its
+//! the loop yields once so that workers about to finish do so: one call
+//! then carries a whole batch of finishes and leases. At concurrency ≥ 64
+//! two such calls are in flight, each with up to half the permits, so Redis
+//! and the workers overlap ([`calls_in_flight`]; BENCHMARKS.md). A worker runs the handler under the task's deadline, its
 //! cancellation token and a panic guard, then decides (Go's decision tree):
 //!
 //! 1. the error handler runs for every failure;
@@ -34,8 +34,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use rand::seq::SliceRandom;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::inflight::{CancelReason, InFlight, Running};
@@ -48,6 +49,25 @@ use crate::task::{DEFAULT_TIMEOUT, Task};
 
 /// Most successes finished in one script call.
 const ACK_BATCH: usize = 256;
+/// Fewest tasks per lease call for which the fetch loop splits its permits
+/// into two calls in flight (see [`calls_in_flight`]).
+const MIN_PIPELINED_BATCH: usize = 32;
+
+/// Lease calls the fetch loop keeps in flight at `concurrency`, each taking
+/// at most its share of the permits. With two, one call is in Redis while
+/// the tasks of the other run, so neither side waits for the other: at
+/// C=100 this nearly doubles throughput for the same Redis work. But each
+/// call costs Redis a fixed overhead (≈ 40 µs here, BENCHMARKS.md) on top of
+/// its per-task work, so halving small batches costs more Redis CPU per task
+/// than it saves in time: below 2 × [`MIN_PIPELINED_BATCH`] permits there is
+/// one call at a time, carrying every free permit.
+fn calls_in_flight(concurrency: usize) -> usize {
+    if concurrency >= 2 * MIN_PIPELINED_BATCH {
+        2
+    } else {
+        1
+    }
+}
 
 /// The order queues are tried in (Go `processor.queues`).
 #[derive(Clone, Debug)]
@@ -175,67 +195,69 @@ impl Processor {
         .await;
         let mut workers = tokio::task::JoinSet::new();
         let mut acks: Vec<Ack> = Vec::with_capacity(ACK_BATCH);
-        'fetch: loop {
-            if pause.is_cancelled() {
-                // No new task, but successes of running ones still finish.
-                tokio::select! {
-                    _ = stop.cancelled() => break,
-                    _ = ack_rx.recv_many(&mut acks, ACK_BATCH) => finish(&self.shared, &mut acks).await,
-                    _ = tokio::time::sleep(self.task_check_interval) => {}
+        // Lease calls in flight, each with the permits it holds.
+        let mut calls: FuturesUnordered<_> = FuturesUnordered::new();
+        type Leased = (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit);
+        let calls_in_flight = calls_in_flight(self.concurrency);
+        // Set while every queue was found empty: no lease call until the
+        // waker fires or this instant passes.
+        let mut idle_until: Option<tokio::time::Instant> = None;
+        loop {
+            let paused = pause.is_cancelled();
+            let can_fetch = !paused && idle_until.is_none() && calls.len() < calls_in_flight;
+            let idle_sleep = async {
+                match idle_until {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
                 }
-                continue;
-            }
-            // A success sends its ack before its worker frees the permit, so
-            // waiting for a permit also waits for acks while all are busy.
-            let permit = tokio::select! {
-                _ = stop.cancelled() => break,
-                p = sem.clone().acquire_owned() => p.expect("semaphore open"),
             };
-            // Let workers that are about to finish do so, so one script call
-            // carries more acks and leases (the per-call cost dominates at
-            // low concurrency); a yield, not a timer, so nothing waits.
-            tokio::task::yield_now().await;
-            let mut permits = permit;
-            let extra = sem.available_permits();
-            if extra > 0
-                && let Ok(more) = sem.clone().try_acquire_many_owned(extra as u32)
-            {
-                permits.merge(more);
-            }
-            while acks.len() < ACK_BATCH {
-                match ack_rx.try_recv() {
-                    Ok(a) => acks.push(a),
-                    Err(_) => break,
-                }
-            }
-            let leased = self.fetch(permits.num_permits(), &mut acks).await;
-            if leased.is_empty() {
-                drop(permits);
-                waker.arm();
-                let idle = tokio::time::sleep(self.task_check_interval);
-                tokio::pin!(idle);
-                loop {
-                    tokio::select! {
-                        _ = stop.cancelled() => break 'fetch,
-                        _ = waker.woken() => break,
-                        _ = &mut idle => break,
-                        _ = ack_rx.recv_many(&mut acks, ACK_BATCH) => finish(&self.shared, &mut acks).await,
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = pause.cancelled(), if !paused => {}
+                Some((leased, permits)) = calls.next(), if !calls.is_empty() => {
+                    let (leased, permits): Leased = (leased, permits);
+                    if leased.is_empty() && idle_until.is_none() {
+                        waker.arm();
+                        idle_until = Some(tokio::time::Instant::now() + self.task_check_interval);
                     }
+                    self.spawn(&mut workers, leased, permits, &ack_tx);
                 }
-                continue;
+                // A success sends its ack before its worker frees the
+                // permit, so waiting for a permit also waits for acks.
+                p = sem.clone().acquire_owned(), if can_fetch => {
+                    let mut permits = p.expect("semaphore open");
+                    // Let workers that are about to finish do so, so one
+                    // call carries more finishes and leases; a yield, not a
+                    // timer, so nothing waits.
+                    tokio::task::yield_now().await;
+                    let cap = self.concurrency.max(1).div_ceil(calls_in_flight);
+                    let extra = sem.available_permits().min(cap - 1);
+                    if extra > 0
+                        && let Ok(more) = sem.clone().try_acquire_many_owned(extra as u32)
+                    {
+                        permits.merge(more);
+                    }
+                    while acks.len() < ACK_BATCH {
+                        match ack_rx.try_recv() {
+                            Ok(a) => acks.push(a),
+                            Err(_) => break,
+                        }
+                    }
+                    let batch = std::mem::replace(&mut acks, Vec::with_capacity(ACK_BATCH));
+                    calls.push(self.lease(permits, batch));
+                }
+                _ = waker.woken(), if idle_until.is_some() => idle_until = None,
+                _ = idle_sleep => idle_until = None,
+                // Idle or paused: successes still finish, on their own.
+                _ = ack_rx.recv_many(&mut acks, ACK_BATCH), if paused || idle_until.is_some() => {
+                    finish(&self.shared, &mut acks).await;
+                }
             }
-            for (task, lease_until) in leased {
-                let permit = permits
-                    .split(1)
-                    .unwrap_or_else(|| unreachable!("one permit per leased task"));
-                let shared = self.shared.clone();
-                let ack = ack_tx.clone();
-                workers.spawn(async move {
-                    run_task(shared, task, lease_until, ack).await;
-                    drop(permit);
-                });
-            }
-            while workers.try_join_next().is_some() {}
+        }
+        // Tasks already leased run like the others (and get the same
+        // shutdown timeout).
+        while let Some((leased, permits)) = calls.next().await {
+            self.spawn(&mut workers, leased, permits, &ack_tx);
         }
         // Shutdown: running tasks get `shutdown_timeout` to end (their
         // successes are finished as they come), then the rest are cancelled
@@ -256,6 +278,40 @@ impl Processor {
             acks.push(a);
         }
         finish(&self.shared, &mut acks).await;
+    }
+
+    /// Leases one task per permit (see [`Processor::fetch`]) and hands the
+    /// permits back with the tasks.
+    async fn lease(
+        &self,
+        permits: OwnedSemaphorePermit,
+        mut acks: Vec<Ack>,
+    ) -> (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit) {
+        let leased = self.fetch(permits.num_permits(), &mut acks).await;
+        (leased, permits)
+    }
+
+    /// Starts one worker per leased task, each holding one of `permits`
+    /// (the rest are released).
+    fn spawn(
+        &self,
+        workers: &mut tokio::task::JoinSet<()>,
+        leased: Vec<(WireTask, DateTime<Utc>)>,
+        mut permits: OwnedSemaphorePermit,
+        ack_tx: &mpsc::UnboundedSender<Ack>,
+    ) {
+        for (task, lease_until) in leased {
+            let permit = permits
+                .split(1)
+                .unwrap_or_else(|| unreachable!("one permit per leased task"));
+            let shared = self.shared.clone();
+            let ack = ack_tx.clone();
+            workers.spawn(async move {
+                run_task(shared, task, lease_until, ack).await;
+                drop(permit);
+            });
+        }
+        while workers.try_join_next().is_some() {}
     }
 
     /// Leases up to `max` tasks, trying queues in this fetch's order. The
