@@ -901,7 +901,12 @@ async fn finish_scenario(
 #[tokio::test]
 async fn done_outcomes_agree_on_both_finishing_paths() {
     let (_db, broker, client, mut conn) = setup().await;
-    for (q, padding, lease_padding) in [("small", 3, 3), ("long", 300, 300), ("leases", 3, 300)] {
+    for (q, padding, lease_padding) in [
+        ("small", 3, 3),
+        ("long", 300, 300),
+        ("leases", 3, 300),
+        ("busy", 40, 40),
+    ] {
         let msgs = finish_scenario(&broker, &client, &mut conn, q, padding, lease_padding).await;
         let refs: Vec<_> = msgs.iter().collect();
         let outcomes = broker.done(q, &refs).await.unwrap();

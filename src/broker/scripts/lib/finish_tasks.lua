@@ -18,11 +18,11 @@
 -- occurrence of an id is removed from active, the one nearest the tail
 -- (COMPATIBILITY.md#w11).
 --
--- Two ways to get there, chosen by size (Lua's redis.call costs about a
--- microsecond each, more than the small commands themselves):
--- * small active list and lease zset (the usual case: they hold only the
---   tasks in flight): read both whole, decide every task in Lua, then
---   rewrite active once and remove the leases with one variadic ZREM;
+-- Two ways to get there, chosen by size:
+-- * active list and lease zset at most 2n + 16 (and 256) long for n tasks
+--   (the usual case for one server: they hold only its tasks in flight):
+--   read both whole, decide every task in Lua, then rewrite active once and
+--   remove the leases with one variadic ZREM;
 -- * otherwise, per task: LREM active -1 (leases are pushed at the head, so
 --   a finishing task is usually near the tail), ZREM, DEL.
 local FINISH_SMALL = 256
@@ -111,19 +111,15 @@ end
 
 local function finish_tasks(active, lease, daily, total, daily_expiry_s, maxi64, prefix, args, first)
     local codes = {}
-    local small = false
-    if (#args - first + 1) / 2 >= 2 then
-        -- One more than the limit tells "small" from "too long" in one read.
-        local list = redis.call("LRANGE", active, 0, FINISH_SMALL)
-        if #list <= FINISH_SMALL then
-            local lease_ids = redis.call("ZRANGE", lease, 0, FINISH_SMALL)
-            if #lease_ids <= FINISH_SMALL then
-                small = true
-                finish_small(list, lease_ids, active, lease, prefix, args, first, codes)
-            end
-        end
-    end
-    if not small then
+    local n = (#args - first + 1) / 2
+    -- Rewriting costs about the whole list, so only when it is short and
+    -- mostly made of the tasks being finished (one server's batch).
+    local limit = math.min(FINISH_SMALL, 2 * n + 16)
+    if n >= 2 and redis.call("LLEN", active) <= limit
+        and redis.call("ZCARD", lease) <= limit then
+        finish_small(redis.call("LRANGE", active, 0, -1), redis.call("ZRANGE", lease, 0, -1),
+            active, lease, prefix, args, first, codes)
+    else
         finish_one_by_one(active, lease, prefix, args, first, codes)
     end
     local finished = 0
