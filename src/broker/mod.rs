@@ -35,6 +35,7 @@ mod waiter;
 pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
 pub use engine::{DoneOutcome, FORWARD_BATCH, LEASE_DURATION, RECOVER_BATCH, STATS_TTL};
 pub use enqueue::EnqueueTarget;
+pub(crate) use queues::QueueStats;
 pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
 pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
 pub use waiter::PendingWaiter;

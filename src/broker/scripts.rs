@@ -3,7 +3,8 @@
 //! Each [`redis::Script`] is built once (hashed once) and run with EVALSHA,
 //! falling back to loading it on NOSCRIPT. Scripts that write to the archive
 //! are prefixed with `lib/trim_archive.lua`, which defines the shared
-//! `trim_archive` function (Lua has no includes).
+//! `trim_archive` function (Lua has no includes); likewise `lib/count_stats`
+//! (statistics counters) and `lib/queue_counts` (one queue's counts).
 //!
 //! Every script uses only commands Redis 6.0 has and answers with integer
 //! codes or data, never an error reply.
@@ -78,7 +79,9 @@ scripts! {
     /// Replace a scheduled task's msg, compare-and-set (asynq rdb.UpdateTaskPayload).
     UPDATE_TASK_PAYLOAD => ["update_task_payload"];
     /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).
-    QUEUE_STATS => ["queue_stats"];
+    QUEUE_STATS => ["lib/queue_counts", "queue_stats"];
+    /// Counts of many queues and their growth samples, errors caught per queue (dashboard snapshot).
+    QUEUES_STATS => ["lib/queue_counts", "queues_stats"];
     /// Sampled memory estimate of one queue (asynq rdb.memoryUsage, guarded form).
     QUEUE_MEMORY_USAGE => ["queue_memory_usage"];
     /// Groups of a queue with their sizes (asynq rdb.GroupStats).
