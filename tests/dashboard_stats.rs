@@ -157,7 +157,7 @@ async fn queues_stats_equals_queue_info_per_queue() {
     asked.insert(1, "gone".to_string());
     asked.push(String::new());
 
-    let rows = w.inspector.queues_stats(&asked).await.unwrap();
+    let rows = w.inspector.queues_stats(&asked, true).await.unwrap();
     assert_eq!(
         rows.iter().map(|r| r.queue.as_str()).collect::<Vec<_>>(),
         ["critical", "gone", "grouped", "plain", "retrying", ""]
@@ -172,10 +172,25 @@ async fn queues_stats_equals_queue_info_per_queue() {
             q => {
                 let expected = info_without_memory(&w.inspector, q).await;
                 assert_eq!(row.info.as_ref().unwrap(), &expected, "{q}");
-                assert_eq!(row.samples.as_ref().unwrap(), &Vec::new(), "{q}: no series");
+                assert_eq!(
+                    row.samples.as_ref().unwrap().as_ref().unwrap(),
+                    &Vec::new(),
+                    "{q}: no series"
+                );
             }
         }
     }
+    // Without samples: the same numbers, no samples read.
+    let counts_only = w.inspector.queues_stats(&names, false).await.unwrap();
+    for (row, full) in counts_only
+        .iter()
+        .zip(rows.iter().filter(|r| names.contains(&r.queue)))
+    {
+        assert_eq!(row.queue, full.queue);
+        assert_eq!(row.info.as_ref().unwrap(), full.info.as_ref().unwrap());
+        assert!(row.samples.is_none());
+    }
+
     let critical = rows[0].info.as_ref().unwrap();
     assert_eq!(
         (
@@ -199,6 +214,58 @@ async fn queues_stats_equals_queue_info_per_queue() {
     assert_eq!(critical.memory_usage, 0);
 }
 
+/// The batched memory estimates (ten queues per script call) equal the
+/// per-queue estimate of `queue_info`, for queues with every state, groups
+/// and more queues than one call takes; a queue with a key of the wrong type
+/// gets its error, the others their numbers.
+#[tokio::test]
+async fn queues_memory_usage_equals_per_queue_estimates() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    seed_queues(&mut w).await;
+    for i in 0..12 {
+        for j in 0..(i % 4) {
+            enqueue(&w, &format!("extra-{i:02}"), EnqueueOptions::new()).await;
+            seed(
+                &mut w.conn,
+                &format!("extra-{i:02}"),
+                &format!("r{j}"),
+                "retry",
+            )
+            .await;
+        }
+        let _: () = w
+            .conn
+            .sadd(keys::ALL_QUEUES, format!("extra-{i:02}"))
+            .await
+            .unwrap();
+    }
+    enqueue(&w, "typed", EnqueueOptions::new()).await;
+    let _: () = w
+        .conn
+        .set(keys::completed_key("typed"), "a string")
+        .await
+        .unwrap();
+    let names = w.inspector.queues().await.unwrap();
+    assert_eq!(names.len(), 17);
+    let estimates = w.inspector.queues_memory_usage(&names).await.unwrap();
+    assert_eq!(
+        estimates.iter().map(|(q, _)| q.clone()).collect::<Vec<_>>(),
+        names
+    );
+    for (q, estimate) in &estimates {
+        if q == "typed" {
+            let err = estimate.as_ref().unwrap_err();
+            assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+            assert!(w.inspector.queue_memory_usage(q).await.is_err());
+        } else {
+            let expected = w.inspector.queue_info(q).await.unwrap().memory_usage;
+            assert_eq!(estimate.as_ref().unwrap(), &expected, "{q}");
+            assert_eq!(w.inspector.queue_memory_usage(q).await.unwrap(), expected);
+        }
+    }
+}
+
 /// More queues than one script call reads (100): every queue is read, in
 /// order, each with its own count.
 #[tokio::test]
@@ -212,7 +279,7 @@ async fn queues_stats_reads_any_number_of_queues() {
         }
         let _: () = w.conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     }
-    let rows = w.inspector.queues_stats(&names).await.unwrap();
+    let rows = w.inspector.queues_stats(&names, true).await.unwrap();
     assert_eq!(rows.len(), 130);
     for (i, (row, q)) in rows.iter().zip(&names).enumerate() {
         assert_eq!(&row.queue, q);
@@ -248,7 +315,7 @@ async fn one_corrupt_queue_fails_only_its_row() {
         .unwrap();
 
     let names = w.inspector.queues().await.unwrap();
-    let rows = w.inspector.queues_stats(&names).await.unwrap();
+    let rows = w.inspector.queues_stats(&names, true).await.unwrap();
     assert_eq!(rows.len(), 6);
     for row in &rows {
         match row.queue.as_str() {
@@ -283,11 +350,12 @@ async fn one_corrupt_queue_fails_only_its_row() {
             q => {
                 let expected = info_without_memory(&w.inspector, q).await;
                 assert_eq!(row.info.as_ref().unwrap(), &expected, "{q}");
+                let samples = row.samples.as_ref().unwrap();
                 if q == "plain" {
-                    let err = row.samples.as_ref().unwrap_err();
+                    let err = samples.as_ref().unwrap_err();
                     assert!(err.to_string().contains("WRONGTYPE"), "{err}");
                 } else {
-                    assert_eq!(row.samples.as_ref().unwrap(), &Vec::new());
+                    assert_eq!(samples.as_ref().unwrap(), &Vec::new());
                 }
             }
         }
@@ -352,9 +420,9 @@ async fn growth_from_the_reduced_read_equals_the_full_read() {
         names.push(q.to_string());
     }
     names.sort();
-    let rows = w.inspector.queues_stats(&names).await.unwrap();
+    let rows = w.inspector.queues_stats(&names, true).await.unwrap();
     for row in rows {
-        let reduced = row.samples.unwrap();
+        let reduced = row.samples.unwrap().unwrap();
         let full = w.inspector.queue_samples(&row.queue).await.unwrap();
         assert!(reduced.len() <= 5, "{}: {reduced:?}", row.queue);
         for s in &reduced {
@@ -381,10 +449,10 @@ async fn growth_from_the_reduced_read_equals_the_full_read() {
     // back none, so the oldest, the 3500 s second's "…:4:20".
     let irregular = w
         .inspector
-        .queues_stats(&["irregular".to_string()])
+        .queues_stats(&["irregular".to_string()], true)
         .await
         .unwrap();
-    let samples = irregular[0].samples.as_ref().unwrap();
+    let samples = irregular[0].samples.as_ref().unwrap().as_ref().unwrap();
     let at = |ago: i64| DateTime::from_timestamp(now().timestamp() - ago, 0).unwrap();
     assert_eq!(
         samples,

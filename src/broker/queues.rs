@@ -26,6 +26,10 @@ const HISTORY_KEYS_PER_READ: usize = 100;
 /// Most queues one `queues_stats` script call reads, so a call (and the time
 /// Redis is busy with it) stays bounded however many queues exist.
 pub(crate) const QUEUES_PER_STATS_CALL: usize = 100;
+/// Most queues one `queues_memory_usage` script call estimates (each is
+/// about 40 commands inside Redis per non-empty state group, so a call
+/// stays well under a millisecond).
+pub(crate) const QUEUES_PER_MEMORY_CALL: usize = 10;
 
 /// One snapshot of a queue's numbers (Go `rdb.Stats` without the memory
 /// estimate, which [`Broker::queue_memory_usage`] reads), read by
@@ -65,6 +69,9 @@ pub(crate) struct QueueStats {
     pub timestamp: DateTime<Utc>,
 }
 
+/// One outage-series sample: `(time, retry size, archived size)`.
+pub(crate) type Sample = (DateTime<Utc>, i64, i64);
+
 /// One queue's entry of [`Broker::queues_stats`].
 #[derive(Debug)]
 pub(crate) struct QueueStatsEntry {
@@ -76,8 +83,9 @@ pub(crate) struct QueueStatsEntry {
     pub stats: Result<QueueStats>,
     /// The samples of its outage series the growth figures need, oldest
     /// first, as `(time, retry size, archived size)`; see
-    /// [`Broker::queues_stats`]. Empty when the counts failed.
-    pub samples: Result<Vec<(DateTime<Utc>, i64, i64)>>,
+    /// [`Broker::queues_stats`]. `None` when not asked for; empty when the
+    /// counts failed.
+    pub samples: Option<Result<Vec<Sample>>>,
 }
 
 /// Reads an integer reply.
@@ -133,6 +141,60 @@ fn stats_keys(queue: &str, now: DateTime<Utc>) -> [String; 12] {
         keys::paused_key(queue),
         keys::all_groups_key(queue),
     ]
+}
+
+/// The part of `key` after the queue's prefix `asynq:{<q>}:`, for the
+/// scripts that build a queue's keys from its prefix.
+fn suffix_of(queue: &str, key: String) -> Result<String> {
+    key.strip_prefix(&keys::queue_prefix(queue))
+        .map(str::to_string)
+        .ok_or_else(|| Error::Internal(format!("key {key:?} lacks the queue prefix")))
+}
+
+/// The 14 key suffixes `queues_stats` takes (see its header), from the key
+/// functions of [`keys`]; the daily counters are those of `now`'s UTC date.
+fn key_suffixes(now: DateTime<Utc>) -> Result<[String; 14]> {
+    const Q: &str = "q";
+    let [k1, k2, k3, k4, k5, k6, k7, k8, k9, k10, k11, k12] = stats_keys(Q, now);
+    Ok([
+        suffix_of(Q, k1)?,
+        suffix_of(Q, k2)?,
+        suffix_of(Q, k3)?,
+        suffix_of(Q, k4)?,
+        suffix_of(Q, k5)?,
+        suffix_of(Q, k6)?,
+        suffix_of(Q, k7)?,
+        suffix_of(Q, k8)?,
+        suffix_of(Q, k9)?,
+        suffix_of(Q, k10)?,
+        suffix_of(Q, k11)?,
+        suffix_of(Q, k12)?,
+        suffix_of(Q, keys::task_key_prefix(Q))?,
+        suffix_of(Q, keys::group_key_prefix(Q))?,
+    ])
+}
+
+/// The 9 key suffixes `queues_memory_usage` takes (see its header).
+fn memory_key_suffixes() -> Result<[String; 9]> {
+    const Q: &str = "q";
+    Ok([
+        suffix_of(Q, keys::active_key(Q))?,
+        suffix_of(Q, keys::pending_key(Q))?,
+        suffix_of(Q, keys::scheduled_key(Q))?,
+        suffix_of(Q, keys::retry_key(Q))?,
+        suffix_of(Q, keys::archived_key(Q))?,
+        suffix_of(Q, keys::completed_key(Q))?,
+        suffix_of(Q, keys::all_groups_key(Q))?,
+        suffix_of(Q, keys::task_key_prefix(Q))?,
+        suffix_of(Q, keys::group_key_prefix(Q))?,
+    ])
+}
+
+/// A script's reply of the wrong shape for `queue`.
+fn shape_error(script: &str, queue: &str, what: &Value) -> Error {
+    Error::Internal(format!(
+        "{script} script replied {what:?} for queue {queue:?}"
+    ))
 }
 
 /// Reads the 14 values of `lib/queue_counts.lua` for `queue`, taken at `now`.
@@ -211,19 +273,20 @@ fn caught_error(text: &str) -> Error {
 }
 
 /// Reads one queue's entry of the `queues_stats` reply (see its header).
-fn parse_entry(queue: &str, now: DateTime<Utc>, entry: Value) -> Result<QueueStatsEntry> {
-    let shape = |what: &Value| {
-        Error::Internal(format!(
-            "queues_stats script replied {what:?} for queue {queue:?}"
-        ))
-    };
+fn parse_entry(
+    queue: &str,
+    now: DateTime<Utc>,
+    entry: Value,
+    with_samples: bool,
+) -> Result<QueueStatsEntry> {
+    let shape = |what: &Value| shape_error("queues_stats", queue, what);
     let Value::Array(parts) = entry else {
         return Err(shape(&entry));
     };
     let failed = |e: Error| QueueStatsEntry {
         queue: queue.to_string(),
         stats: Err(e),
-        samples: Ok(Vec::new()),
+        samples: with_samples.then(|| Ok(Vec::new())),
     };
     match parts.as_slice() {
         [Value::Int(0)] => Ok(failed(Error::QueueNotFound {
@@ -241,8 +304,11 @@ fn parse_entry(queue: &str, now: DateTime<Utc>, entry: Value) -> Result<QueueSta
         ] => {
             let stats = parse_stats(queue, now, counts.clone());
             let samples = match samples_err {
-                Value::Nil => Ok(parse_samples(queue, samples)?),
-                other => Err(caught_error(&text_of(other).ok_or_else(|| shape(other))?)),
+                _ if !with_samples => None,
+                Value::Nil => Some(Ok(parse_samples(queue, samples)?)),
+                other => Some(Err(caught_error(
+                    &text_of(other).ok_or_else(|| shape(other))?,
+                ))),
             };
             Ok(QueueStatsEntry {
                 queue: queue.to_string(),
@@ -254,43 +320,26 @@ fn parse_entry(queue: &str, now: DateTime<Utc>, entry: Value) -> Result<QueueSta
     }
 }
 
-/// Reads the flat `{member, score, ...}` samples of a `queues_stats` entry:
-/// deduplicated and ordered by score then member (the order of a full read
-/// of the series), unparsable members skipped.
-fn parse_samples(queue: &str, flat: &[Value]) -> Result<Vec<(DateTime<Utc>, i64, i64)>> {
-    if !flat.len().is_multiple_of(2) {
-        return Err(Error::Internal(format!(
-            "queues_stats script replied {} sample values for queue {queue:?}",
-            flat.len()
-        )));
-    }
-    let mut pairs: Vec<(f64, Vec<u8>)> = Vec::with_capacity(flat.len() / 2);
-    for pair in flat.chunks(2) {
-        let (Value::BulkString(member), Some(score)) = (&pair[0], text_of(&pair[1])) else {
-            return Err(Error::Internal(format!(
-                "queues_stats script replied sample {pair:?} for queue {queue:?}"
-            )));
-        };
-        let score: f64 = score.parse().map_err(|_| {
-            Error::Internal(format!(
-                "queues_stats script replied sample score {score:?} for queue {queue:?}"
-            ))
-        })?;
-        pairs.push((score, member.clone()));
-    }
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    pairs.dedup();
+/// Reads the sample members of a `queues_stats` entry: deduplicated and
+/// ordered by time then member (the order of a full read of the series),
+/// unparsable members skipped (logged).
+fn parse_samples(queue: &str, members: &[Value]) -> Result<Vec<Sample>> {
     let key = super::samples_key(queue);
-    Ok(pairs
-        .iter()
-        .filter_map(|(_, m)| {
-            let parsed = super::samples::parse_sample(m);
-            if parsed.is_none() {
-                tracing::warn!(%key, member = %String::from_utf8_lossy(m), "skipping unparsable sample");
+    let mut parsed = Vec::with_capacity(members.len());
+    for m in members {
+        let Value::BulkString(m) = m else {
+            return Err(shape_error("queues_stats", queue, m));
+        };
+        match super::samples::parse_sample(m) {
+            Some(sample) => parsed.push((sample, m.clone())),
+            None => {
+                tracing::warn!(%key, member = %String::from_utf8_lossy(m), "skipping unparsable sample")
             }
-            parsed
-        })
-        .collect())
+        }
+    }
+    parsed.sort_by(|a, b| a.0.0.cmp(&b.0.0).then_with(|| a.1.cmp(&b.1)));
+    parsed.dedup_by(|a, b| a.1 == b.1);
+    Ok(parsed.into_iter().map(|(sample, _)| sample).collect())
 }
 
 impl Broker {
@@ -387,17 +436,17 @@ impl Broker {
     }
 
     /// The numbers of every queue in `queues` (exactly what
-    /// [`Broker::queue_stats`] reads for each) and the samples of their
-    /// outage series that the retry-growth figures need, in one `queues_stats`
-    /// script call per [`QUEUES_PER_STATS_CALL`] queues. One entry per queue,
-    /// in the order given.
+    /// [`Broker::queue_stats`] reads for each) and, with `with_samples`, the
+    /// samples of their outage series that the retry-growth figures need, in
+    /// one `queues_stats` script call per [`QUEUES_PER_STATS_CALL`] queues.
+    /// One entry per queue, in the order given.
     ///
-    /// Samples: those scored at or after `since`; of them the newest, for
-    /// each of `windows` the newest at least that much older than the newest,
-    /// and the oldest when one of those does not exist (at most
-    /// `windows.len() + 2`, deduplicated, oldest first by time then member, as
-    /// a full read of the series orders them). A member that does not parse
-    /// is skipped (logged).
+    /// Samples: those scored at or after `since`; of them the newest, the
+    /// oldest, and for each of `windows` that the series covers the newest
+    /// at least that much older than the newest (at most `windows.len() +
+    /// 2`), deduplicated, oldest first by time then member, as a full read
+    /// of the series orders them. A member that does not parse is skipped
+    /// (logged).
     ///
     /// A queue whose keys cannot be read (a key of the wrong type) gets an
     /// error entry; the others are unaffected. Errors of the whole call:
@@ -408,24 +457,27 @@ impl Broker {
         queues: &[String],
         since: DateTime<Utc>,
         windows: &[Duration],
+        with_samples: bool,
     ) -> Result<Vec<QueueStatsEntry>> {
         let now = self.now();
+        let suffixes = key_suffixes(now)?;
         let mut conn = self.conn();
         let mut out = Vec::with_capacity(queues.len());
         for chunk in queues.chunks(QUEUES_PER_STATS_CALL) {
             let mut inv = scripts::QUEUES_STATS.key(keys::ALL_QUEUES);
-            inv.arg(since.timestamp()).arg(windows.len());
+            inv.arg(if with_samples { "1" } else { "0" })
+                .arg(since.timestamp())
+                .arg(windows.len());
             for w in windows {
                 inv.arg(w.as_secs());
             }
+            for suffix in &suffixes {
+                inv.arg(suffix);
+            }
             for queue in chunk {
-                for k in stats_keys(queue, now) {
-                    inv.key(k);
-                }
-                inv.key(super::samples_key(queue));
                 inv.arg(queue)
-                    .arg(keys::task_key_prefix(queue))
-                    .arg(keys::group_key_prefix(queue));
+                    .arg(keys::queue_prefix(queue))
+                    .arg(super::samples_key(queue));
             }
             let reply: Vec<Value> = inv.invoke_async(&mut conn).await?;
             if reply.len() != chunk.len() {
@@ -436,7 +488,59 @@ impl Broker {
                 )));
             }
             for (queue, entry) in chunk.iter().zip(reply) {
-                out.push(parse_entry(queue, now, entry)?);
+                out.push(parse_entry(queue, now, entry, with_samples)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The memory estimate of every queue in `queues` (exactly what
+    /// [`Broker::queue_memory_usage`] computes for each), in one
+    /// `queues_memory_usage` script call per [`QUEUES_PER_MEMORY_CALL`]
+    /// queues, so Redis is never busy with one call for long. One entry per
+    /// queue, in the order given; no existence check (an unknown queue
+    /// estimates 0). A queue whose estimate fails (a key of the wrong type,
+    /// `MEMORY USAGE` refused) gets its error; the others are unaffected.
+    ///
+    /// Errors of the whole call: [`Error::Internal`] on a reply of the wrong
+    /// shape; [`Error::Redis`] (Redis unreachable).
+    pub(crate) async fn queues_memory_usage(
+        &self,
+        queues: &[String],
+    ) -> Result<Vec<(String, Result<i64>)>> {
+        let suffixes = memory_key_suffixes()?;
+        let mut conn = self.conn();
+        let mut out = Vec::with_capacity(queues.len());
+        for chunk in queues.chunks(QUEUES_PER_MEMORY_CALL) {
+            let mut inv = scripts::QUEUES_MEMORY_USAGE.arg(MEMORY_TASK_SAMPLE);
+            inv.arg(MEMORY_GROUP_SAMPLE);
+            for suffix in &suffixes {
+                inv.arg(suffix);
+            }
+            for queue in chunk {
+                inv.arg(keys::queue_prefix(queue));
+            }
+            let reply: Vec<Value> = inv.invoke_async(&mut conn).await?;
+            if reply.len() != chunk.len() {
+                return Err(Error::Internal(format!(
+                    "queues_memory_usage script replied {} entries for {} queues",
+                    reply.len(),
+                    chunk.len()
+                )));
+            }
+            for (queue, entry) in chunk.iter().zip(reply) {
+                let shape = || shape_error("queues_memory_usage", queue, &entry);
+                let estimate = match &entry {
+                    Value::Array(parts) => match parts.as_slice() {
+                        [Value::Int(1), Value::Int(bytes)] => Ok(*bytes),
+                        [Value::Int(-1), msg] => {
+                            Err(caught_error(&text_of(msg).ok_or_else(shape)?))
+                        }
+                        _ => return Err(shape()),
+                    },
+                    _ => return Err(shape()),
+                };
+                out.push((queue.clone(), estimate));
             }
         }
         Ok(out)

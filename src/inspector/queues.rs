@@ -68,8 +68,9 @@ pub struct QueueStatsRow {
     pub info: Result<QueueInfo>,
     /// The samples of its outage series that [`retry_growth`](super::retry_growth)
     /// looks at, oldest first (at most 5; empty without a series or when
-    /// `info` failed), or why the series could not be read.
-    pub samples: Result<Vec<super::QueueSample>>,
+    /// `info` failed), or why the series could not be read; `None` when not
+    /// asked for.
+    pub samples: Option<Result<Vec<super::QueueSample>>>,
 }
 
 /// Processed and failed counts of one queue on one UTC day (Go
@@ -182,25 +183,30 @@ impl Inspector {
 
     /// Statistics of several queues at once, for a dashboard: for each queue
     /// what [`Inspector::queue_info`] returns, except `memory_usage`, which
-    /// is 0 here (read it with [`Inspector::queue_memory_usage`]), plus the
-    /// samples of its outage series that [`retry_growth`](super::retry_growth)
-    /// needs. One Redis script call per 100 queues instead of three calls
-    /// per queue; one row per queue, in the order given. asynqdeck only (Go
-    /// reads queue by queue).
+    /// is 0 here (see [`Inspector::queues_memory_usage`]), and with
+    /// `with_samples` the samples of its outage series that
+    /// [`retry_growth`](super::retry_growth) needs. One Redis script call per
+    /// 100 queues instead of three calls per queue; one row per queue, in
+    /// the order given. asynqdeck only (Go reads queue by queue).
     ///
     /// A queue that cannot be read does not fail the others: its row holds
     /// the error ([`Error::InvalidQueueName`], [`Error::QueueNotFound`] when
     /// it was deleted since listed, [`Error::Corrupt`], [`Error::Redis`] for
     /// a key of the wrong type, with Redis's text). The samples are those
     /// of the last hour ([`SAMPLE_WINDOW`](crate::broker::SAMPLE_WINDOW))
-    /// that the growth figures look at: the newest, the newest at least 5
-    /// min, 15 min and 1 h older ([`GROWTH_WINDOWS`](super::GROWTH_WINDOWS)),
-    /// and the oldest when one of those is missing; `retry_growth` of them
-    /// equals `retry_growth` of [`Inspector::queue_samples`].
+    /// that the growth figures look at: the newest, the oldest, and the
+    /// newest at least 5 min, 15 min and 1 h older than the newest
+    /// ([`GROWTH_WINDOWS`](super::GROWTH_WINDOWS)) when the series reaches
+    /// back that far; `retry_growth` of them equals `retry_growth` of
+    /// [`Inspector::queue_samples`] (as long as every sample parses).
     ///
     /// Errors of the whole call: [`Error::Redis`] (Redis unreachable),
     /// [`Error::Internal`].
-    pub async fn queues_stats(&self, queues: &[String]) -> Result<Vec<QueueStatsRow>> {
+    pub async fn queues_stats(
+        &self,
+        queues: &[String],
+        with_samples: bool,
+    ) -> Result<Vec<QueueStatsRow>> {
         let valid: Vec<String> = queues
             .iter()
             .filter(|q| keys::validate_queue_name(q).is_ok())
@@ -211,7 +217,7 @@ impl Inspector {
         let since = self.broker.now() - window;
         let mut read = self
             .broker
-            .queues_stats(&valid, since, &super::GROWTH_WINDOWS)
+            .queues_stats(&valid, since, &super::GROWTH_WINDOWS, with_samples)
             .await?
             .into_iter();
         let mut rows = Vec::with_capacity(queues.len());
@@ -220,7 +226,7 @@ impl Inspector {
                 rows.push(QueueStatsRow {
                     queue: queue.clone(),
                     info: Err(Error::InvalidQueueName),
-                    samples: Ok(Vec::new()),
+                    samples: with_samples.then(|| Ok(Vec::new())),
                 });
                 continue;
             }
@@ -229,19 +235,55 @@ impl Inspector {
             })?;
             rows.push(QueueStatsRow {
                 info: e.stats.map(|s| info_of(queue, s, 0)),
-                samples: e.samples.map(|v| {
-                    v.into_iter()
-                        .map(|(at, retry, archived)| super::QueueSample {
-                            at,
-                            retry,
-                            archived,
-                        })
-                        .collect()
+                samples: e.samples.map(|r| {
+                    r.map(|v| {
+                        v.into_iter()
+                            .map(|(at, retry, archived)| super::QueueSample {
+                                at,
+                                retry,
+                                archived,
+                            })
+                            .collect()
+                    })
                 }),
                 queue: e.queue,
             });
         }
         Ok(rows)
+    }
+
+    /// The memory estimates of several queues at once (each what
+    /// [`Inspector::queue_memory_usage`] returns, without the existence
+    /// check: a queue that does not exist estimates 0), one Redis script
+    /// call per 10 queues, so Redis is never busy with one call for long.
+    /// One `(queue, estimate)` per queue, in the order given; a queue whose
+    /// estimate fails ([`Error::InvalidQueueName`], [`Error::Redis`] for a
+    /// key of the wrong type or a refused `MEMORY USAGE`) does not fail the
+    /// others. asynqdeck only.
+    ///
+    /// Errors of the whole call: [`Error::Redis`] (Redis unreachable),
+    /// [`Error::Internal`].
+    pub async fn queues_memory_usage(
+        &self,
+        queues: &[String],
+    ) -> Result<Vec<(String, Result<i64>)>> {
+        let valid: Vec<String> = queues
+            .iter()
+            .filter(|q| keys::validate_queue_name(q).is_ok())
+            .cloned()
+            .collect();
+        let mut read = self.broker.queues_memory_usage(&valid).await?.into_iter();
+        let mut out = Vec::with_capacity(queues.len());
+        for queue in queues {
+            if keys::validate_queue_name(queue).is_err() {
+                out.push((queue.clone(), Err(Error::InvalidQueueName)));
+                continue;
+            }
+            out.push(read.next().ok_or_else(|| {
+                Error::Internal("queues_memory_usage returned fewer rows than queues".into())
+            })?);
+        }
+        Ok(out)
     }
 
     /// Processed and failed counts of the last `days` UTC days; index 0 is

@@ -11,8 +11,11 @@
 //!   viewers polling at that interval cost Redis the same: at most one
 //!   computation per slot.
 //! - **Cheap to compute.** A snapshot is one `queues_stats` script call per
-//!   100 queues ([`Inspector::queues_stats`]): every queue's counts plus the
-//!   few outage-series samples its retry-growth figures need.
+//!   100 queues ([`Inspector::queues_stats`]): every queue's counts, and
+//!   every [`GROWTH_REFRESH`] the few outage-series samples its retry-growth
+//!   figures need (in between, the growth figures are recomputed from the
+//!   samples last read; the sampler adds one per poll interval, and reading
+//!   them costs Redis as much as the counts).
 //! - **Never waited for when one exists (stale-while-revalidate).** A view
 //!   that finds the snapshot of the current slot uses it; one that finds the
 //!   previous slot's uses that too and starts a refresh in the background
@@ -28,7 +31,8 @@
 //!   USAGE` sampling, Go's `rdb.memoryUsage`) is most of what asynqmon's
 //!   queue statistics cost Redis. It is refreshed off the view path, per
 //!   queue at most once per [`MEMORY_REFRESH`] (or per poll interval, when
-//!   longer), by one background task at a time, one queue after another, and
+//!   longer), by one background task at a time, ten queues per script call
+//!   ([`Inspector::queues_memory_usage`]), and
 //!   every snapshot carries each queue's last estimate with its time
 //!   ([`QueueRow::memory`]); a queue not estimated yet shows "…". asynqmon
 //!   recomputes it on every request (`COMPATIBILITY.md` A7, A15).
@@ -48,11 +52,14 @@ use chrono::{DateTime, Utc};
 
 use super::WebConfig;
 use crate::Inspector;
-use crate::inspector::QueueInfo;
+use crate::inspector::{QueueInfo, QueueSample, retry_growth};
 
 /// Least time between two memory estimates of one queue: one minute (or
 /// the poll interval, when longer).
 pub const MEMORY_REFRESH: Duration = Duration::from_secs(60);
+/// Least time between two reads of the outage-series samples behind the
+/// retry-growth figures: 30 s (or the poll interval, when longer).
+pub const GROWTH_REFRESH: Duration = Duration::from_secs(30);
 
 /// State every handler gets: cheap to clone.
 #[derive(Clone, Debug)]
@@ -104,8 +111,9 @@ pub struct QueueRow {
     /// The queue's last memory estimate: `None` until the first one is
     /// computed in the background (shortly after the queue first appears).
     pub memory: Option<MemoryEstimate>,
-    /// Retry growth from the outage sampler's series (`None` until two
-    /// samples exist, or when the series cannot be read).
+    /// Retry growth from the outage sampler's series, as of the samples
+    /// read at most [`GROWTH_REFRESH`] ago (`None` until two samples exist,
+    /// when the series cannot be read, or for a queue that appeared since).
     pub growth: Option<crate::inspector::RetryGrowth>,
 }
 
@@ -133,6 +141,8 @@ struct Shared {
     interval: Duration,
     /// Least time between two memory estimates of one queue.
     memory_period: Duration,
+    /// Least time between two reads of the growth samples.
+    growth_period: Duration,
     state: Mutex<State>,
     /// Held while a snapshot is computed, so there is one computation at a
     /// time (inline or background).
@@ -163,6 +173,10 @@ struct State {
     estimating: bool,
     /// Last memory estimate per queue, with when it was taken (monotonic).
     memory: HashMap<String, (MemoryEstimate, Instant)>,
+    /// The growth samples last read per queue (queues whose series could
+    /// not be read are absent), and when they were read.
+    samples: HashMap<String, Vec<QueueSample>>,
+    samples_read: Option<Instant>,
 }
 
 /// Whether `snap` of `slot` may be served to a view in slot `now`: the
@@ -170,6 +184,16 @@ struct State {
 /// (a failed read is retried by the next view, so pages recover with Redis).
 fn usable(slot: u64, snap: &Snapshot, now: u64) -> bool {
     slot >= now || (slot + 1 == now && snap.error.is_none())
+}
+
+/// Computes each row's growth figures from the samples last read, as of
+/// the snapshot's time.
+fn attach_growth(snap: &mut Snapshot, samples: &HashMap<String, Vec<QueueSample>>) {
+    for row in &mut snap.queues {
+        row.growth = samples
+            .get(&row.name)
+            .and_then(|s| retry_growth(s, snap.taken_at));
+    }
 }
 
 /// Copies the known memory estimates into the rows of `snap`.
@@ -193,6 +217,7 @@ impl StatsCache {
             shared: Arc::new(Shared {
                 interval,
                 memory_period: interval.max(MEMORY_REFRESH),
+                growth_period: interval.max(GROWTH_REFRESH),
                 state: Mutex::new(State::default()),
                 compute: tokio::sync::Mutex::new(()),
                 busy: tokio::sync::watch::Sender::new(0),
@@ -342,18 +367,28 @@ impl Shared {
         self.job_finished();
     }
 
-    /// Computes a snapshot (caller holds `compute`), installs it for the
-    /// current slot unless an invalidation came in between, and starts the
-    /// memory run when estimates are due.
+    /// Computes a snapshot (caller holds `compute`), reading the growth
+    /// samples when they are due, installs it for the current slot unless
+    /// an invalidation came in between, and starts the memory run when
+    /// estimates are due.
     async fn compute_and_install(
         self: &Arc<Self>,
         inspector: &Inspector,
         generation: u64,
     ) -> Arc<Snapshot> {
-        let mut snap = compute(inspector).await;
+        let with_samples = self
+            .lock()
+            .samples_read
+            .is_none_or(|at| at.elapsed() >= self.growth_period);
+        let (mut snap, samples) = compute(inspector, with_samples).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
         let slot = self.slot_of(inspector.broker().now());
         let mut st = self.lock();
+        if let Some(samples) = samples {
+            st.samples = samples;
+            st.samples_read = Some(Instant::now());
+        }
+        attach_growth(&mut snap, &st.samples);
         attach_memory(&mut snap, &st.memory);
         let snap = Arc::new(snap);
         if st.generation == generation {
@@ -397,70 +432,59 @@ impl Shared {
         });
     }
 
-    /// Estimates the memory of `queues`, one after another (each is one
-    /// short script, so Redis is never busy long), then puts the estimates
-    /// into the current snapshot. Stops early, keeping the old estimates,
-    /// when Redis is unreachable.
+    /// Estimates the memory of `queues` (ten per script call, so Redis is
+    /// never busy long), then puts the estimates into the current snapshot.
+    /// Keeps the old estimates when the run fails as a whole (Redis
+    /// unreachable).
     async fn memory_run(self: &Arc<Self>, inspector: &Inspector, queues: Vec<String>) {
-        let mut fresh = Vec::with_capacity(queues.len());
-        for queue in queues {
-            let result = inspector.queue_memory_usage(&queue).await;
-            self.estimated.fetch_add(1, Ordering::Relaxed);
-            match result {
-                Err(e) if e.is_redis_unavailable() => break,
-                Err(crate::Error::QueueNotFound { .. }) => {}
-                r => fresh.push((
-                    queue,
-                    MemoryEstimate {
-                        bytes: r.map_err(|e| e.to_string()),
-                        at: inspector.broker().now(),
-                    },
-                )),
-            }
-        }
+        let result = inspector.queues_memory_usage(&queues).await;
+        self.estimated
+            .fetch_add(queues.len() as u64, Ordering::Relaxed);
+        let at = inspector.broker().now();
         let mut st = self.lock();
-        let done = Instant::now();
-        for (queue, estimate) in fresh {
-            st.memory.insert(queue, (estimate, done));
-        }
-        if let Some((slot, snap)) = &st.snapshot {
-            let mut patched = Snapshot::clone(snap);
-            attach_memory(&mut patched, &st.memory);
-            st.snapshot = Some((*slot, Arc::new(patched)));
+        match result {
+            Ok(estimates) => {
+                let done = Instant::now();
+                for (queue, bytes) in estimates {
+                    let bytes = bytes.map_err(|e| e.to_string());
+                    st.memory
+                        .insert(queue, (MemoryEstimate { bytes, at }, done));
+                }
+                if let Some((slot, snap)) = &st.snapshot {
+                    let mut patched = Snapshot::clone(snap);
+                    attach_memory(&mut patched, &st.memory);
+                    st.snapshot = Some((*slot, Arc::new(patched)));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "memory estimates not refreshed"),
         }
         st.estimating = false;
         drop(st);
         self.job_finished();
     }
 
-    /// A snapshot with memory estimated inline (poll interval zero).
+    /// A snapshot with growth samples and memory read inline (poll
+    /// interval zero).
     async fn compute_uncached(&self, inspector: &Inspector) -> Snapshot {
-        let mut snap = compute(inspector).await;
+        let (mut snap, samples) = compute(inspector, true).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
-        let estimates = futures_util::future::join_all(
-            snap.queues
-                .iter()
-                .map(|r| inspector.queue_memory_usage(&r.name)),
-        )
-        .await;
+        attach_growth(&mut snap, &samples.unwrap_or_default());
+        let names: Vec<String> = snap.queues.iter().map(|r| r.name.clone()).collect();
+        let at = inspector.broker().now();
+        let estimates = match inspector.queues_memory_usage(&names).await {
+            Ok(estimates) => estimates,
+            Err(e) => names
+                .into_iter()
+                .map(|q| (q, Err(crate::Error::Internal(e.to_string()))))
+                .collect(),
+        };
         self.estimated
             .fetch_add(estimates.len() as u64, Ordering::Relaxed);
-        let at = inspector.broker().now();
-        let memory = snap
-            .queues
-            .iter()
-            .zip(estimates)
-            .map(|(r, e)| {
-                (
-                    r.name.clone(),
-                    (
-                        MemoryEstimate {
-                            bytes: e.map_err(|e| e.to_string()),
-                            at,
-                        },
-                        Instant::now(),
-                    ),
-                )
+        let memory = estimates
+            .into_iter()
+            .map(|(queue, bytes)| {
+                let bytes = bytes.map_err(|e| e.to_string());
+                (queue, (MemoryEstimate { bytes, at }, Instant::now()))
             })
             .collect();
         attach_memory(&mut snap, &memory);
@@ -497,44 +521,53 @@ async fn refresher(shared: Weak<Shared>, inspector: Inspector) {
     }
 }
 
-/// Reads the queue list and every queue's statistics (no memory estimate).
-async fn compute(inspector: &Inspector) -> Snapshot {
+/// Reads the queue list and every queue's statistics (no memory estimate,
+/// no growth), and with `with_samples` every queue's growth samples (queues
+/// whose series could not be read left out).
+async fn compute(
+    inspector: &Inspector,
+    with_samples: bool,
+) -> (Snapshot, Option<HashMap<String, Vec<QueueSample>>>) {
     let taken_at = Utc::now();
+    let failed = |e: crate::Error| {
+        (
+            Snapshot {
+                taken_at,
+                queues: Vec::new(),
+                error: Some(e.to_string()),
+            },
+            None,
+        )
+    };
     let names = match inspector.queues().await {
         Ok(n) => n,
-        Err(e) => {
-            return Snapshot {
-                taken_at,
-                queues: Vec::new(),
-                error: Some(e.to_string()),
-            };
-        }
+        Err(e) => return failed(e),
     };
-    let rows = match inspector.queues_stats(&names).await {
+    let rows = match inspector.queues_stats(&names, with_samples).await {
         Ok(rows) => rows,
-        Err(e) => {
-            return Snapshot {
-                taken_at,
-                queues: Vec::new(),
-                error: Some(e.to_string()),
-            };
-        }
+        Err(e) => return failed(e),
     };
+    let mut samples = with_samples.then(HashMap::new);
     let queues = rows
         .into_iter()
-        .map(|row| QueueRow {
-            name: row.queue,
-            info: row.info.map_err(|e| e.to_string()),
-            memory: None,
-            growth: row
-                .samples
-                .ok()
-                .and_then(|s| crate::inspector::retry_growth(&s, taken_at)),
+        .map(|row| {
+            if let (Some(all), Some(Ok(s))) = (samples.as_mut(), row.samples) {
+                all.insert(row.queue.clone(), s);
+            }
+            QueueRow {
+                name: row.queue,
+                info: row.info.map_err(|e| e.to_string()),
+                memory: None,
+                growth: None,
+            }
         })
         .collect();
-    Snapshot {
-        taken_at,
-        queues,
-        error: None,
-    }
+    (
+        Snapshot {
+            taken_at,
+            queues,
+            error: None,
+        },
+        samples,
+    )
 }

@@ -10,6 +10,8 @@
 -- KEYS[9]  asynq:{<q>}:processed                   all-time processed counter
 -- KEYS[10] asynq:{<q>}:failed                      all-time failed counter
 -- KEYS[11] asynq:{<q>}:paused                      string, present iff paused
+--          (KEYS[7] .. KEYS[11] are read with one MGET: a key of another
+--          type reads as absent)
 -- KEYS[12] asynq:{<q>}:groups                      set of group names
 -- --
 -- ARGV[1] task key prefix asynq:{<q>}:t:
@@ -22,4 +24,9 @@
 --         pending task, false (nil) when there is none or it has no such field;
 --   13    number of groups; 14 sum of the group zsets' sizes (aggregating tasks).
 -- Read-only. The counting is lib/queue_counts.lua, shared with queues_stats.
-return queue_counts(KEYS, 0, ARGV[1], ARGV[2])
+local k = {
+    pending = KEYS[1], active = KEYS[2], scheduled = KEYS[3], retry = KEYS[4],
+    archived = KEYS[5], completed = KEYS[6], groups = KEYS[12],
+}
+return queue_counts(k, redis.call("MGET", KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]),
+    ARGV[1], ARGV[2], false)
