@@ -571,7 +571,7 @@ async fn memory_estimate_arrives_in_the_background() {
     let plain = w.inspector.queue_memory_usage("plain").await.unwrap();
     let (_, html) = get(&app, "/").await;
     let cell = format!(
-        r#"<td class="num" title="Estimated by sampling at 2026-03-10 12:00:00 UTC; refreshed at most once a minute">{}</td>"#,
+        r#"<td class="num" title="Estimated by sampling at 2026-03-10 12:00:00 UTC; refreshed at most every 5 minutes">{}</td>"#,
         asynqdeck::web::format::bytes(plain)
     );
     assert!(html.contains(&cell), "{cell} in {html}");

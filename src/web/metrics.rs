@@ -17,7 +17,7 @@
 //! plus `asynqdeck_queue_stats_failed{queue}` (gauge, 1) for a queue whose
 //! statistics could not be read; Go's exporter drops every queue then.
 //! The memory gauge is the queue's last background estimate (at most about
-//! a minute old); a queue without one yet, or whose estimate failed, has no
+//! 5 minutes old); a queue without one yet, or whose estimate failed, has no
 //! memory sample rather than a made-up 0.
 //!
 //! Values come from the shared statistics snapshot (`state.rs`), so a scrape

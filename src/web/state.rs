@@ -23,7 +23,7 @@
 //!   background task computes each new slot's snapshot as the slot starts,
 //!   so polling viewers find it ready; when nobody views, it stops and Redis
 //!   sees nothing from the dashboard. Only a view with no usable snapshot —
-//!   the first one, one after a pause of more than a slot, one after
+//!   the first one, one after two whole slots without views, one after
 //!   [`StatsCache::invalidate`], or one after a failed read — computes it
 //!   inline; concurrent views then wait for that one computation instead of
 //!   starting their own.
@@ -32,8 +32,8 @@
 //!   queue statistics cost Redis. It is refreshed off the view path, per
 //!   queue at most once per [`MEMORY_REFRESH`] (or per poll interval, when
 //!   longer), by one background task at a time, ten queues per script call
-//!   ([`Inspector::queues_memory_usage`]), and
-//!   every snapshot carries each queue's last estimate with its time
+//!   ([`Inspector::queues_memory_usage`]), and every snapshot carries each
+//!   queue's last estimate with its time
 //!   ([`QueueRow::memory`]); a queue not estimated yet shows "…". asynqmon
 //!   recomputes it on every request (`COMPATIBILITY.md` A7, A15).
 //!
@@ -54,9 +54,13 @@ use super::WebConfig;
 use crate::Inspector;
 use crate::inspector::{QueueInfo, QueueSample, retry_growth};
 
-/// Least time between two memory estimates of one queue: one minute (or
-/// the poll interval, when longer).
-pub const MEMORY_REFRESH: Duration = Duration::from_secs(60);
+/// Least time between two memory estimates of one queue: five minutes (or
+/// the poll interval, when longer). A memory run costs Redis about five
+/// snapshots (about 40 commands per queue, most of them `MEMORY USAGE`);
+/// once every five minutes it adds under a tenth of a millisecond per view
+/// of a viewer polling every 5 s, where once a minute would add half a
+/// millisecond (BENCHMARKS.md, "Dashboard").
+pub const MEMORY_REFRESH: Duration = Duration::from_secs(300);
 /// Least time between two reads of the outage-series samples behind the
 /// retry-growth figures: 30 s (or the poll interval, when longer).
 pub const GROWTH_REFRESH: Duration = Duration::from_secs(30);

@@ -29,4 +29,4 @@ local k = {
     archived = KEYS[5], completed = KEYS[6], groups = KEYS[12],
 }
 return queue_counts(k, redis.call("MGET", KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]),
-    ARGV[1], ARGV[2], false)
+    ARGV[1], ARGV[2], {})

@@ -22,7 +22,9 @@
 -- ARGV[a+3] its outage series asynqdeck:{<q>}:samples  zset "<unix s>:<retry>:<archived>" -> unix s
 -- The queues' keys are built here from prefix and suffix rather than passed
 -- as KEYS: passing 13 keys per queue cost Redis more than the counting
--- itself. (asynqdeck refuses Redis Cluster, COMPATIBILITY.md A12.)
+-- itself. (asynqdeck refuses Redis Cluster, COMPATIBILITY.md A12.) All
+-- counters and paused flags are read with one MGET, and a kind of key that
+-- no queue has (one EXISTS over all queues) is not read per queue.
 -- Returns: one entry per queue, in the order given:
 --   {0}                   the queue is not in asynq:queues (deleted since listed);
 --   {-1, message}         its counts could not be read: the Redis error text;
@@ -105,11 +107,24 @@ local known = {}
 for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
     known[name] = true
 end
+-- The listed queues' keys, built once.
+local qkeys = {}
+for i = 1, nqueues do
+    local a = s + 14 + 3 * (i - 1)
+    if known[ARGV[a + 1]] then
+        local p = ARGV[a + 2]
+        qkeys[i] = {
+            pending = p .. sfx[1], active = p .. sfx[2], scheduled = p .. sfx[3],
+            retry = p .. sfx[4], archived = p .. sfx[5], completed = p .. sfx[6],
+            groups = p .. sfx[12],
+        }
+    end
+end
 -- Every listed queue's five string keys in one MGET.
 local string_keys = {}
 for i = 1, nqueues do
     local a = s + 14 + 3 * (i - 1)
-    if known[ARGV[a + 1]] then
+    if qkeys[i] then
         local p = ARGV[a + 2]
         for j = 7, 11 do
             table.insert(string_keys, p .. sfx[j])
@@ -120,34 +135,34 @@ local strings = {}
 if #string_keys > 0 then
     strings = redis.call("MGET", unpack(string_keys))
 end
--- Most queues have no groups: one EXISTS over every groups set spares a
--- SMEMBERS per queue when none exists.
-local group_keys = {}
-for i = 1, nqueues do
-    local a = s + 14 + 3 * (i - 1)
-    if known[ARGV[a + 1]] then
-        table.insert(group_keys, ARGV[a + 2] .. sfx[12])
+-- Most queues are empty in most states (nothing active while idle, no
+-- groups, nothing completed without retention): one EXISTS per kind of key
+-- over every queue spares a call per queue when no queue has such a key.
+local absent = {}
+for _, name in ipairs({"pending", "active", "scheduled", "retry", "archived", "completed",
+    "groups"}) do
+    local ks = {}
+    for i = 1, nqueues do
+        if qkeys[i] then
+            table.insert(ks, qkeys[i][name])
+        end
     end
+    absent[name] = #ks == 0 or redis.call("EXISTS", unpack(ks)) == 0
 end
-local no_groups = #group_keys == 0 or redis.call("EXISTS", unpack(group_keys)) == 0
 
 local res = {}
 local at = 0
 for i = 1, nqueues do
     local a = s + 14 + 3 * (i - 1)
-    if not known[ARGV[a + 1]] then
+    local k = qkeys[i]
+    if not k then
         res[i] = {0}
     else
         local p = ARGV[a + 2]
-        local k = {
-            pending = p .. sfx[1], active = p .. sfx[2], scheduled = p .. sfx[3],
-            retry = p .. sfx[4], archived = p .. sfx[5], completed = p .. sfx[6],
-            groups = p .. sfx[12],
-        }
         local mine = {strings[at + 1], strings[at + 2], strings[at + 3], strings[at + 4],
             strings[at + 5]}
         at = at + 5
-        local ok, counts = pcall(queue_counts, k, mine, p .. sfx[13], p .. sfx[14], no_groups)
+        local ok, counts = pcall(queue_counts, k, mine, p .. sfx[13], p .. sfx[14], absent)
         if not ok then
             res[i] = {-1, error_text(counts)}
         elseif not with_samples then

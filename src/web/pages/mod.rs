@@ -57,7 +57,7 @@ pub fn memory_cell(m: Option<&super::MemoryEstimate>) -> (String, String) {
         Some(super::MemoryEstimate { bytes: Ok(b), at }) => (
             super::format::bytes(*b),
             format!(
-                "Estimated by sampling at {}; refreshed at most once a minute",
+                "Estimated by sampling at {}; refreshed at most every 5 minutes",
                 super::format::utc(*at)
             ),
         ),

@@ -29,7 +29,13 @@ local function memory_usage(k, task_prefix, group_prefix, sample, group_sample)
         return 0
     end
 
-    local function add_container(key, ids, len)
+    -- An empty list or zset does not exist in Redis: it adds nothing, so
+    -- it is not sampled.
+    local function add_container(key, len, range)
+        if len == 0 then
+            return
+        end
+        local ids = redis.call(range, key, "0", last)
         if #ids > 0 then
             local sum = 0
             for _, id in ipairs(ids) do
@@ -41,10 +47,10 @@ local function memory_usage(k, task_prefix, group_prefix, sample, group_sample)
     end
 
     for _, key in ipairs({k.active, k.pending}) do
-        add_container(key, redis.call("LRANGE", key, "0", last), redis.call("LLEN", key))
+        add_container(key, redis.call("LLEN", key), "LRANGE")
     end
     for _, key in ipairs({k.scheduled, k.retry, k.archived, k.completed}) do
-        add_container(key, redis.call("ZRANGE", key, "0", last), redis.call("ZCARD", key))
+        add_container(key, redis.call("ZCARD", key), "ZRANGE")
     end
 
     local groups = redis.call("SMEMBERS", k.groups)

@@ -1,7 +1,7 @@
 -- lib/queue_counts: the counts of one queue for QueueInfo (asynq
 -- rdb.CurrentStats), shared by queue_stats (one queue) and queues_stats (many
 -- at once); prepended to them by scripts.rs (Lua has no includes).
--- Defines queue_counts(k, strings, task_prefix, group_prefix, no_groups):
+-- Defines queue_counts(k, strings, task_prefix, group_prefix, absent):
 --   k             the queue's keys by name: k.pending, k.active (lists),
 --                 k.scheduled, k.retry, k.archived, k.completed (zsets),
 --                 k.groups (set of group names)
@@ -11,20 +11,27 @@
 --                 a key of another type as absent)
 --   task_prefix   asynq:{<q>}:t:   (a task's hash is prefix .. id)
 --   group_prefix  asynq:{<q>}:g:   (a group's zset is prefix .. name)
---   no_groups     true when the caller knows k.groups does not exist (then
---                 it is not read)
+--   absent        keys the caller knows do not exist, by the names of k
+--                 (absent.retry == true: k.retry is not read, its size is 0);
+--                 {} to read every key
 -- Returns: the array of 14 values queue_stats.lua documents. Read-only.
 -- A list, zset or set key of the wrong type raises the Redis error
 -- (WRONGTYPE ...).
 -- asynq divergence: COMPATIBILITY.md#q4
-local function queue_counts(k, strings, task_prefix, group_prefix, no_groups)
+local function queue_counts(k, strings, task_prefix, group_prefix, absent)
+    local function size(cmd, name)
+        if absent[name] then
+            return 0
+        end
+        return redis.call(cmd, k[name])
+    end
     local res = {}
-    res[1] = redis.call("LLEN", k.pending)
-    res[2] = redis.call("LLEN", k.active)
-    res[3] = redis.call("ZCARD", k.scheduled)
-    res[4] = redis.call("ZCARD", k.retry)
-    res[5] = redis.call("ZCARD", k.archived)
-    res[6] = redis.call("ZCARD", k.completed)
+    res[1] = size("LLEN", "pending")
+    res[2] = size("LLEN", "active")
+    res[3] = size("ZCARD", "scheduled")
+    res[4] = size("ZCARD", "retry")
+    res[5] = size("ZCARD", "archived")
+    res[6] = size("ZCARD", "completed")
     for i = 1, 4 do
         res[6 + i] = strings[i]
     end
@@ -37,7 +44,7 @@ local function queue_counts(k, strings, task_prefix, group_prefix, no_groups)
         end
     end
     local groups = {}
-    if not no_groups then
+    if not absent.groups then
         groups = redis.call("SMEMBERS", k.groups)
     end
     local aggregating = 0
