@@ -14,7 +14,9 @@
 //!    script per queue writing the task hashes (`msg`, `state` = pending,
 //!    `pending_since`) and LPUSHing ids in chunks of 500; `msg` is a valid
 //!    `TaskMessage` (one template encoded here, with the task's own id
-//!    appended as field 3 by the script).
+//!    appended as field 3 by the script). Each queue also gets a full hour of
+//!    outage samples (720, one per 5 s, as the engine's sampler writes at the
+//!    default poll interval), so snapshots read a realistic series.
 //! 2. Times `GET` requests from the client side (HTTP/1.0 over a fresh
 //!    loopback TCP connection, connect to last byte), median of `--samples`:
 //!    - against `serve --poll-interval 5s` with the engine on: warm views of
@@ -22,16 +24,40 @@
 //!      exists), the history page, `/api/queue_stats` and three pages
 //!      (first, middle, last) of the `deep` queue's pending tab; then the
 //!      serve process's VmHWM and VmRSS;
-//!    - against `serve --poll-interval 1s` with the engine on: cold views of
-//!      `/` and `/api/queues`, each sent 20 ms after a new 1 s slot starts,
-//!      so each computes the statistics snapshot.
-//! 3. Redis work per view, against `serve --poll-interval 1s --no-engine`
-//!    (so no engine command lands in the measured window): `CONFIG
-//!    RESETSTAT` and `INFO cpu` before one request, `INFO commandstats` and
-//!    `INFO cpu` after; commands are the `calls` (commands inside Lua
-//!    scripts included, minus the INFO itself), "Redis exec" is the sum of
-//!    commandstats `usec`, "Redis CPU" the used_cpu_user + used_cpu_sys
-//!    delta (whole process, includes the INFO calls). Mean of 5 views.
+//!    - against `serve --poll-interval 1s` with the engine on: the view of a
+//!      viewer polling once per slot (sent 20 ms after each new 1 s slot
+//!      starts: the slot-start refresh has run or is running, the view never
+//!      waits for it), and the inline view (the first after two whole slots
+//!      without views, which finds no usable snapshot and computes the counts
+//!      itself: the worst case a view can meet).
+//! 3. Redis work, against `serve --no-engine` (so no engine command lands in
+//!    the measured window), with every command in the slow log
+//!    (`slowlog-log-slower-than 0`): `SLOWLOG RESET`, `CONFIG RESETSTAT` and
+//!    `INFO cpu` before, `INFO commandstats`, `INFO cpu` and `SLOWLOG GET`
+//!    after. "Commands" are the commandstats `calls` (commands inside Lua
+//!    scripts included; the bench's own INFO, CONFIG and SLOWLOG left out);
+//!    "Redis exec" is the sum of the slow log's durations of the top-level
+//!    commands (a script's time includes its inner commands, counted once);
+//!    "Redis CPU" the used_cpu_user + used_cpu_sys delta of the whole
+//!    process less the idle CPU of a window that long (measured first: 10 s
+//!    with nothing connected; includes the bench's INFO and SLOWLOG calls,
+//!    ≈0.1–0.2 ms). Mean of 5:
+//!    - `--poll-interval 1s`, after one priming view and its memory run:
+//!      the polling viewer's view (window: the request alone), the inline
+//!      view (window: the request alone), and the background refresh of one
+//!      poll interval: 40 one-slot windows with one viewer polling each,
+//!      those that include a read of the growth samples (every 30 s) kept
+//!      apart; their difference is the cost of a growth read;
+//!    - the memory run: a fresh `serve --poll-interval 1h` process per
+//!      sample, window from before its first view to 1 s after (a snapshot
+//!      with growth read, then the background memory run of every queue),
+//!      less a refresh with growth read;
+//!    - the other pages as before (warm snapshot).
+//!
+//!    Then the Redis cost per queues view of one viewer at the default 5 s
+//!    poll interval: one background refresh per view, a growth read every
+//!    6 views (30 s) and a memory run every 60 views (`MEMORY_REFRESH`,
+//!    5 min), and as it would be with a memory run every minute.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +76,8 @@ const PER_QUEUE: usize = 20_000;
 const DEEP: usize = 110_000;
 /// Views per Redis-work measurement.
 const REDIS_SAMPLES: usize = 5;
+/// One-slot windows measuring the background refresh.
+const REFRESH_WINDOWS: usize = 40;
 
 /// Creates ARGV[3] pending tasks `t-1` … in one queue.
 const SEED_LUA: &str = r#"
@@ -165,6 +193,30 @@ async fn seed_queue(
     Ok(())
 }
 
+/// Writes a full hour of outage samples for `queue` (one per 5 s, ending
+/// now), as the embedded engine's sampler does at the default interval.
+async fn seed_samples(
+    conn: &mut redis::aio::MultiplexedConnection,
+    queue: &str,
+) -> anyhow::Result<()> {
+    let now = chrono::Utc::now().timestamp();
+    let mut pipe = redis::pipe();
+    for i in 0..720i64 {
+        let t = now - i * 5;
+        pipe.cmd("ZADD")
+            .arg(asynqdeck::broker::samples_key(queue))
+            .arg(t)
+            .arg(format!("{t}:{}:0", i % 7))
+            .ignore();
+    }
+    pipe.cmd("EXPIRE")
+        .arg(asynqdeck::broker::samples_key(queue))
+        .arg(7200)
+        .ignore();
+    let _: () = pipe.query_async(conn).await?;
+    Ok(())
+}
+
 struct Serve {
     child: tokio::process::Child,
     addr: String,
@@ -238,13 +290,18 @@ impl Serve {
     }
 }
 
-/// Sleeps until 20 ms after the next whole second (a new 1 s stats slot).
-async fn next_second() {
+/// Sleeps until `offset` after the next whole second (a new 1 s stats slot).
+async fn next_second_at(offset: Duration) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let into = Duration::from_nanos(u64::from(now.subsec_nanos()));
-    tokio::time::sleep(Duration::from_secs(1) - into + Duration::from_millis(20)).await;
+    tokio::time::sleep(Duration::from_secs(1) - into + offset).await;
+}
+
+/// Sleeps until 20 ms after the next whole second.
+async fn next_second() {
+    next_second_at(Duration::from_millis(20)).await;
 }
 
 fn median(mut v: Vec<Duration>) -> f64 {
@@ -302,63 +359,172 @@ async fn redis_cpu(conn: &mut redis::aio::MultiplexedConnection) -> anyhow::Resu
     Ok(total)
 }
 
-/// Redis work of one view, averaged over [`REDIS_SAMPLES`] views.
+/// Redis work of one or more measured windows, summed.
+#[derive(Default, Clone)]
 struct Work {
-    commands: f64,
+    /// Commands per name.
+    per: BTreeMap<String, f64>,
     exec_ms: f64,
     cpu_ms: f64,
-    top: String,
+    /// Windows summed.
+    n: f64,
 }
 
-/// Measures the Redis work of `path`; `cold` waits for a new 1 s slot first,
-/// otherwise the snapshot is primed in the current slot beforehand.
-async fn redis_work(
+impl Work {
+    fn commands(&self) -> f64 {
+        self.per.values().sum::<f64>() / self.n
+    }
+    fn exec(&self) -> f64 {
+        self.exec_ms / self.n
+    }
+    fn cpu(&self) -> f64 {
+        self.cpu_ms / self.n
+    }
+    /// The four most frequent commands per window.
+    fn top(&self) -> String {
+        let mut top: Vec<(&String, &f64)> = self.per.iter().collect();
+        top.sort_by(|a, b| b.1.total_cmp(a.1));
+        top.iter()
+            .take(4)
+            .map(|(name, c)| format!("{name} {}", (**c / self.n).round()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+    /// Adds `other`'s windows to this one's.
+    fn add(&mut self, other: &Work) {
+        for (k, v) in &other.per {
+            *self.per.entry(k.clone()).or_default() += v;
+        }
+        self.exec_ms += other.exec_ms;
+        self.cpu_ms += other.cpu_ms;
+        self.n += other.n;
+    }
+    /// This work less `other` (per window).
+    fn minus(&self, other: &Work) -> Work {
+        if self.n == 0.0 || other.n == 0.0 {
+            eprintln!("warning: a difference of Redis work with an empty side");
+            return Work {
+                n: 1.0,
+                ..Work::default()
+            };
+        }
+        let mut per = BTreeMap::new();
+        for (k, v) in &self.per {
+            per.insert(k.clone(), v / self.n);
+        }
+        for (k, v) in &other.per {
+            *per.entry(k.clone()).or_default() -= v / other.n;
+        }
+        per.retain(|_, v| v.abs() >= 0.5);
+        Work {
+            per,
+            exec_ms: self.exec() - other.exec(),
+            cpu_ms: self.cpu() - other.cpu(),
+            n: 1.0,
+        }
+    }
+    /// `self + other × k` (per window).
+    fn plus_scaled(&self, other: &Work, k: f64) -> Work {
+        let mut per = BTreeMap::new();
+        for (key, v) in &self.per {
+            per.insert(key.clone(), v / self.n);
+        }
+        for (key, v) in &other.per {
+            *per.entry(key.clone()).or_default() += v / other.n * k;
+        }
+        Work {
+            per,
+            exec_ms: self.exec() + other.exec() * k,
+            cpu_ms: self.cpu() + other.cpu() * k,
+            n: 1.0,
+        }
+    }
+}
+
+/// Redis CPU of the idle server (serverCron and the like), ms per second of
+/// wall time, measured once before the Redis work and taken out of every
+/// window.
+static IDLE_CPU_MS_PER_S: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+
+/// A measured window: the Redis CPU when it began, and when.
+struct Window {
+    cpu: f64,
+    at: Instant,
+}
+
+/// Starts a measured window: `SLOWLOG RESET` (every command is logged, see
+/// [`run`]), `CONFIG RESETSTAT`, then the Redis CPU so far.
+async fn begin(conn: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<Window> {
+    let _: () = redis::cmd("SLOWLOG").arg("RESET").query_async(conn).await?;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(conn)
+        .await?;
+    Ok(Window {
+        cpu: redis_cpu(conn).await?,
+        at: Instant::now(),
+    })
+}
+
+/// Ends a window and adds it to `work`: commands from commandstats (those
+/// inside scripts included), exec time from the slow log (top-level
+/// commands only, so a script's inner commands are not counted twice), and
+/// the CPU delta less the idle CPU of the window's length.
+async fn end(
+    conn: &mut redis::aio::MultiplexedConnection,
+    window: Window,
+    work: &mut Work,
+) -> anyhow::Result<()> {
+    let (calls, _) = commandstats(conn).await?;
+    let cpu = (redis_cpu(conn).await? - window.cpu) * 1e3;
+    let idle = IDLE_CPU_MS_PER_S.get().copied().unwrap_or(0.0) * window.at.elapsed().as_secs_f64();
+    let log: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query_async(conn)
+        .await?;
+    let mut exec_us = 0i64;
+    for entry in &log {
+        if let redis::Value::Array(fields) = entry
+            && let [_, _, redis::Value::Int(us), redis::Value::Array(args), ..] = fields.as_slice()
+        {
+            let name = match args.first() {
+                Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).to_lowercase(),
+                _ => String::new(),
+            };
+            if !matches!(name.as_str(), "slowlog" | "info" | "config") {
+                exec_us += us;
+            }
+        }
+    }
+    work.cpu_ms += cpu - idle;
+    work.exec_ms += exec_us as f64 / 1e3;
+    work.n += 1.0;
+    for (name, n) in calls {
+        if name == "info" || name.starts_with("config|") || name.starts_with("slowlog|") {
+            continue;
+        }
+        *work.per.entry(name).or_default() += n as f64;
+    }
+    Ok(())
+}
+
+/// Redis work of `path` with the current slot's snapshot primed first.
+async fn warm_work(
     serve: &Serve,
     conn: &mut redis::aio::MultiplexedConnection,
     path: &str,
-    cold: bool,
 ) -> anyhow::Result<Work> {
-    let (mut commands, mut exec, mut cpu) = (0u64, 0u64, 0.0);
-    let mut per: BTreeMap<String, u64> = BTreeMap::new();
+    let mut work = Work::default();
     for _ in 0..REDIS_SAMPLES {
-        if cold {
-            next_second().await;
-        } else {
-            next_second().await;
-            serve.get(path).await?;
-        }
-        let _: () = redis::cmd("CONFIG")
-            .arg("RESETSTAT")
-            .query_async(conn)
-            .await?;
-        let before = redis_cpu(conn).await?;
+        // Well after the slot-start refresh, so none of it is measured.
+        next_second_at(Duration::from_millis(300)).await;
         serve.get(path).await?;
-        let (calls, usec) = commandstats(conn).await?;
-        cpu += redis_cpu(conn).await? - before;
-        exec += usec;
-        for (name, n) in calls {
-            if name == "info" || name == "config|resetstat" {
-                continue;
-            }
-            commands += n;
-            *per.entry(name).or_default() += n;
-        }
+        let window = begin(conn).await?;
+        serve.get(path).await?;
+        end(conn, window, &mut work).await?;
     }
-    let n = REDIS_SAMPLES as f64;
-    let mut top: Vec<(String, u64)> = per.into_iter().collect();
-    top.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
-    let top = top
-        .iter()
-        .take(4)
-        .map(|(name, c)| format!("{name} {}", (*c as f64 / n).round()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    Ok(Work {
-        commands: commands as f64 / n,
-        exec_ms: exec as f64 / n / 1e3,
-        cpu_ms: cpu * 1e3 / n,
-        top,
-    })
+    Ok(work)
 }
 
 async fn run(samples: usize) -> anyhow::Result<()> {
@@ -408,6 +574,11 @@ async fn run(samples: usize) -> anyhow::Result<()> {
         "/api/queue_stats".to_string(),
     ];
 
+    for q in 0..QUEUES {
+        seed_samples(&mut conn, &format!("queue-{q:02}")).await?;
+    }
+    seed_samples(&mut conn, "deep").await?;
+
     // Timings, engine on, 5 s slots.
     eprintln!("timings, engine on, --poll-interval 5s ...");
     let serve = Serve::start(&bin, &url, "5s", true).await?;
@@ -433,9 +604,10 @@ async fn run(samples: usize) -> anyhow::Result<()> {
     let (hwm, rss) = serve.memory()?;
     serve.stop().await;
 
-    // Cold views, engine on, 1 s slots.
-    eprintln!("cold views, engine on, --poll-interval 1s ...");
+    // Polling and inline views, engine on, 1 s slots.
+    eprintln!("polling and inline views, engine on, --poll-interval 1s ...");
     let serve = Serve::start(&bin, &url, "1s", true).await?;
+    serve.get("/").await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     for path in ["/", "/api/queues"] {
         let mut v = Vec::new();
@@ -445,36 +617,147 @@ async fn run(samples: usize) -> anyhow::Result<()> {
         }
         times.push((
             path.to_string(),
-            "cold (computes the snapshot; --poll-interval 1s)",
+            "polling viewer: one view per slot, 20 ms into it (--poll-interval 1s)",
+            median(v),
+        ));
+    }
+    for path in ["/", "/api/queues"] {
+        let mut v = Vec::new();
+        for _ in 0..samples {
+            // Two whole slots without a view: no usable snapshot is left.
+            next_second().await;
+            next_second().await;
+            next_second().await;
+            v.push(serve.get(path).await?);
+        }
+        times.push((
+            path.to_string(),
+            "inline: first view after two idle slots computes the counts (--poll-interval 1s)",
             median(v),
         ));
     }
     let (hwm1, rss1) = serve.memory()?;
     serve.stop().await;
 
-    // Redis work per view, engine off so nothing else talks to Redis.
-    eprintln!("Redis work per view, --no-engine, --poll-interval 1s ...");
-    let serve = Serve::start(&bin, &url, "1s", false).await?;
-    let mut work = Vec::new();
-    for (path, cold) in [
-        ("/", true),
-        ("/", false),
-        ("/api/queues", true),
-        ("/api/queues", false),
+    // Redis work, engine off so nothing else talks to Redis. Every command
+    // goes to the slow log (its duration is the command's execution time).
+    for (k, v) in [
+        ("slowlog-log-slower-than", "0"),
+        ("slowlog-max-len", "1000000"),
     ] {
-        let label = if cold { "cold" } else { "warm" };
-        work.push((
-            format!("`{path}` {label}"),
-            redis_work(&serve, &mut conn, path, cold).await?,
-        ));
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query_async(&mut conn)
+            .await?;
     }
+    eprintln!("idle Redis CPU, 10 s ...");
+    let mut idle = Work::default();
+    let window = begin(&mut conn).await?;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let secs = window.at.elapsed().as_secs_f64();
+    end(&mut conn, window, &mut idle).await?;
+    let idle_rate = idle.cpu_ms / secs;
+    IDLE_CPU_MS_PER_S.set(idle_rate).ok();
+    println!(
+        "Idle Redis CPU (nothing connected but the bench): {idle_rate:.3} ms per second of wall time; taken out of every CPU figure below.\n"
+    );
+    eprintln!("Redis work of other pages, --no-engine, --poll-interval 1s ...");
+    let serve = Serve::start(&bin, &url, "1s", false).await?;
+    // Prime: first snapshot and its memory run, which then rests a minute.
+    serve.get("/").await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut work: Vec<(String, Work)> = Vec::new();
+    work.push(("`/` warm".into(), warm_work(&serve, &mut conn, "/").await?));
+    work.push((
+        "`/api/queues` warm".into(),
+        warm_work(&serve, &mut conn, "/api/queues").await?,
+    ));
     for path in others.iter().chain(tabs.iter()) {
         work.push((
             format!("`{path}`"),
-            redis_work(&serve, &mut conn, path, false).await?,
+            warm_work(&serve, &mut conn, path).await?,
         ));
     }
     serve.stop().await;
+
+    eprintln!("Redis work of the statistics, --no-engine, --poll-interval 1s ...");
+    let serve = Serve::start(&bin, &url, "1s", false).await?;
+    serve.get("/").await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // One view per slot from here on, so the refresher runs at each slot start.
+    next_second_at(Duration::from_millis(200)).await;
+    serve.get("/").await?;
+    let mut polling = Work::default();
+    for _ in 0..REDIS_SAMPLES {
+        next_second_at(Duration::from_millis(200)).await;
+        let window = begin(&mut conn).await?;
+        serve.get("/").await?;
+        end(&mut conn, window, &mut polling).await?;
+    }
+    let mut inline = Work::default();
+    for _ in 0..REDIS_SAMPLES {
+        next_second().await;
+        next_second().await;
+        next_second().await;
+        let window = begin(&mut conn).await?;
+        serve.get("/").await?;
+        end(&mut conn, window, &mut inline).await?;
+    }
+    // One window per slot, a viewer polling each: one background refresh per
+    // window; those that also read the growth samples (every 30 s) apart.
+    next_second_at(Duration::from_millis(200)).await;
+    serve.get("/").await?;
+    let (mut plain, mut with_growth) = (Work::default(), Work::default());
+    for _ in 0..REFRESH_WINDOWS {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let window = begin(&mut conn).await?;
+        next_second_at(Duration::from_millis(200)).await;
+        serve.get("/").await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut one = Work::default();
+        end(&mut conn, window, &mut one).await?;
+        let target = if one.per.contains_key("zrevrange") {
+            &mut with_growth
+        } else {
+            &mut plain
+        };
+        target.add(&one);
+    }
+    serve.stop().await;
+    let growth_read = with_growth.minus(&plain);
+
+    eprintln!("Redis work of the memory run, fresh serve processes ...");
+    let mut first = Work::default();
+    let mut first_ms = Vec::new();
+    for _ in 0..REDIS_SAMPLES {
+        let serve = Serve::start(&bin, &url, "1h", false).await?;
+        let window = begin(&mut conn).await?;
+        first_ms.push(serve.get("/").await?);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        end(&mut conn, window, &mut first).await?;
+        serve.stop().await;
+    }
+    times.push((
+        "/".to_string(),
+        "first view of a fresh process (inline counts; memory run starts after it)",
+        median(first_ms),
+    ));
+    // The first view computes a snapshot with the growth samples; the
+    // memory run follows it.
+    let memory_run = first.minus(&with_growth);
+    // One viewer at the default 5 s interval: a refresh per view, a growth
+    // read every 30 s (6 views) and a memory run every MEMORY_REFRESH
+    // (5 min: 60 views); also as it would be with a memory run every minute.
+    let memory_every = asynqdeck::web::MEMORY_REFRESH.as_secs_f64();
+    let growth_every = asynqdeck::web::GROWTH_REFRESH.as_secs_f64();
+    let per_view_5s = plain
+        .plus_scaled(&growth_read, 5.0 / growth_every)
+        .plus_scaled(&memory_run, 5.0 / memory_every);
+    let per_view_5s_1min = plain
+        .plus_scaled(&growth_read, 5.0 / growth_every)
+        .plus_scaled(&memory_run, 5.0 / 60.0);
 
     println!("### Response times (client side, median of {samples})\n");
     println!("| request | case | median ms |");
@@ -483,14 +766,45 @@ async fn run(samples: usize) -> anyhow::Result<()> {
         println!("| `{path}` | {case} | {ms:.2} |");
     }
     println!(
-        "\n### Redis work per view (mean of {REDIS_SAMPLES}, `--no-engine`)\n\n\
-         | request | commands | Redis exec ms | Redis CPU ms | top commands |\n\
+        "\n### Redis work (mean of {REDIS_SAMPLES}, `--no-engine`)\n\n\
+         | what | commands | Redis exec ms | Redis CPU ms | top commands |\n\
          |---|---:|---:|---:|---|"
     );
-    for (label, w) in &work {
+    let stats_rows = [
+        ("`/` polling viewer's view (its own window)", &polling),
+        ("`/` inline view (computes the counts)", &inline),
+        (
+            "background refresh of one poll interval (one-slot windows with one viewer)",
+            &plain,
+        ),
+        (
+            "growth-sample read (every 30 s; windows with one, less a plain refresh)",
+            &growth_read,
+        ),
+        (
+            "memory run of all 51 queues (first view + 1 s, less a refresh with growth read)",
+            &memory_run,
+        ),
+        (
+            "**per queues view, one viewer at 5 s**: refresh + growth read × 5/30 + memory run × 5/300",
+            &per_view_5s,
+        ),
+        (
+            "the same were the memory run every minute: … + memory run × 5/60",
+            &per_view_5s_1min,
+        ),
+    ];
+    for (label, w) in stats_rows
+        .iter()
+        .map(|(l, w)| (l.to_string(), *w))
+        .chain(work.iter().map(|(l, w)| (l.clone(), w)))
+    {
         println!(
             "| {label} | {:.0} | {:.2} | {:.2} | {} |",
-            w.commands, w.exec_ms, w.cpu_ms, w.top
+            w.commands(),
+            w.exec(),
+            w.cpu(),
+            w.top()
         );
     }
     println!("\n### Memory of `asynqdeck serve` (engine on)\n");
@@ -501,8 +815,8 @@ async fn run(samples: usize) -> anyhow::Result<()> {
         rss as f64 / 1024.0
     );
     println!(
-        "- `--poll-interval 1s`, after {} cold views: VmHWM {:.1} MB, VmRSS {:.1} MB",
-        2 * samples,
+        "- `--poll-interval 1s`, after {} polling and inline views: VmHWM {:.1} MB, VmRSS {:.1} MB",
+        4 * samples + 1,
         hwm1 as f64 / 1024.0,
         rss1 as f64 / 1024.0
     );

@@ -13,9 +13,15 @@
 //!    queues, each with 100 pending, 20 scheduled (in 1 h), 20 retry (in
 //!    1 h) and 20 archived tasks, so each state has more tasks than the
 //!    memory estimate samples.
-//! 2. Calibration: one page load with the engine off gives the commands of
-//!    one statistics snapshot.
-//! 3. For each scenario (engine off × 1, 10, 50 viewers; on × 0, 1, 10) starts
+//!    Each queue also gets a full hour of outage samples (720, one per 5 s,
+//!    as the engine's sampler writes them), so every snapshot reads a
+//!    realistic series whether the engine runs or not.
+//! 2. Calibration, engine off: the commands of one statistics snapshot (a
+//!    view after two idle 1 s slots computes it inline; no growth samples or
+//!    memory run are due then) and of a fresh process's first view plus 1 s
+//!    (a snapshot with the growth samples, and the memory run of every
+//!    queue), and the `MEMORY USAGE` calls of one memory run.
+//! 3. For each scenario (engine off × 0, 1, 10, 50 viewers; on × 0, 1, 10) starts
 //!    `target/release/asynqdeck serve --poll-interval 5s` (plus
 //!    `--no-engine` where off), waits 6 s (start-up ticks), runs
 //!    `CONFIG RESETSTAT`, then runs the viewers for `--seconds`: each viewer
@@ -24,9 +30,11 @@
 //!    i × 5 s / n after the others, so the tabs poll out of phase as real
 //!    ones do. Then `INFO commandstats` gives every command Redis ran
 //!    (commands inside Lua scripts included), minus the INFO itself, scaled
-//!    to one minute; "snapshots / min" is that (less the engine-only
-//!    figure when the engine runs) divided by the calibrated snapshot cost.
-//!    The dashboard is stopped with SIGTERM.
+//!    to one minute, and the Redis CPU (used_cpu_user + used_cpu_sys) per
+//!    minute. "snapshots / min" counts the snapshot script's calls by its
+//!    `EXISTS` calls (seven per call; nothing else `serve` runs calls
+//!    `EXISTS`); "memory runs / min" is the `MEMORY USAGE` calls per minute
+//!    over those of one run. The dashboard is stopped with SIGTERM.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -140,7 +148,40 @@ async fn seed(url: &str, queues: usize) -> anyhow::Result<()> {
                 .await?;
         }
     }
+    let mut conn = redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await?;
+    let now = chrono::Utc::now().timestamp();
+    for q in 0..queues {
+        let key = asynqdeck::broker::samples_key(&format!("queue-{q:02}"));
+        let mut pipe = redis::pipe();
+        for i in 0..720i64 {
+            let t = now - i * 5;
+            pipe.cmd("ZADD")
+                .arg(&key)
+                .arg(t)
+                .arg(format!("{t}:20:20"))
+                .ignore();
+        }
+        pipe.cmd("EXPIRE").arg(&key).arg(7200).ignore();
+        let _: () = pipe.query_async(&mut conn).await?;
+    }
     Ok(())
+}
+
+/// used_cpu_user + used_cpu_sys, seconds.
+async fn redis_cpu(conn: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<f64> {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await?;
+    let mut total = 0.0;
+    for line in info.lines() {
+        if let Some(v) = line
+            .strip_prefix("used_cpu_user:")
+            .or_else(|| line.strip_prefix("used_cpu_sys:"))
+        {
+            total += v.trim().parse::<f64>()?;
+        }
+    }
+    Ok(total)
 }
 
 /// `GET path` over HTTP/1.0; returns the status.
@@ -179,6 +220,8 @@ async fn commandstats(
 
 struct Outcome {
     total: u64,
+    /// Redis CPU per minute, ms.
+    cpu_ms: f64,
     per_command: BTreeMap<String, u64>,
     requests: u64,
 }
@@ -216,6 +259,7 @@ async fn scenario(
         .arg("RESETSTAT")
         .query_async(conn)
         .await?;
+    let cpu_before = redis_cpu(conn).await?;
     let start = tokio::time::Instant::now();
     let mut tasks = Vec::new();
     for i in 0..viewers {
@@ -239,6 +283,7 @@ async fn scenario(
     }
     tokio::time::sleep_until(start + span).await;
     let per_command = commandstats(conn).await?;
+    let cpu = redis_cpu(conn).await? - cpu_before;
     let elapsed = start.elapsed();
     let mut requests = 0;
     for t in tasks {
@@ -256,6 +301,7 @@ async fn scenario(
     let _ = child.wait().await;
     Ok(Outcome {
         total: (total as f64 * scale).round() as u64,
+        cpu_ms: cpu * 1e3 * scale,
         per_command: per_command
             .into_iter()
             .map(|(k, v)| (k, (v as f64 * scale).round() as u64))
@@ -264,22 +310,15 @@ async fn scenario(
     })
 }
 
-/// Commands Redis runs for one page load that computes a fresh snapshot
-/// (engine off, nothing else running).
-async fn calibrate(
+/// Starts `serve --no-engine --poll-interval <poll>`; returns it and its address.
+async fn serve_no_engine(
     bin: &std::path::Path,
     url: &str,
-    conn: &mut redis::aio::MultiplexedConnection,
-) -> anyhow::Result<u64> {
+    poll: &str,
+) -> anyhow::Result<(tokio::process::Child, String)> {
     let mut child = tokio::process::Command::new(bin)
-        .args([
-            "serve",
-            "--redis-url",
-            url,
-            "--listen",
-            "127.0.0.1:0",
-            "--no-engine",
-        ])
+        .args(["serve", "--redis-url", url, "--listen", "127.0.0.1:0"])
+        .args(["--poll-interval", poll, "--no-engine"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .kill_on_drop(true)
@@ -293,14 +332,64 @@ async fn calibrate(
         .and_then(|u| u.strip_prefix("http://"))
         .map(|a| a.trim_end_matches('/').to_string())
         .with_context(|| format!("unexpected first line {line:?}"))?;
+    Ok((child, addr))
+}
+
+/// Sleeps until 20 ms after the next whole second (a new 1 s slot).
+async fn next_second() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let into = Duration::from_nanos(u64::from(now.subsec_nanos()));
+    tokio::time::sleep(Duration::from_secs(1) - into + Duration::from_millis(20)).await;
+}
+
+/// What one statistics snapshot and a process's first view cost Redis.
+struct Calibration {
+    /// Commands of one snapshot (counts of every queue, no growth samples).
+    snapshot: u64,
+    /// Commands of a fresh process's first view and its background work:
+    /// a snapshot with the growth samples, and the memory run of every queue.
+    first_view: u64,
+    /// `MEMORY USAGE` calls of one memory run.
+    memory_usage_calls: u64,
+}
+
+/// Measures [`Calibration`] with the engine off, nothing else running.
+async fn calibrate(
+    bin: &std::path::Path,
+    url: &str,
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> anyhow::Result<Calibration> {
+    // First view of a fresh process: a snapshot with the growth samples,
+    // then the memory run.
+    let (mut child, addr) = serve_no_engine(bin, url, "1s").await?;
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query_async(conn)
         .await?;
     anyhow::ensure!(get(&addr, "/", false).await? == 200);
-    let stats = commandstats(conn).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let first = commandstats(conn).await?;
+    // Three slot starts later no usable snapshot is left: a view computes
+    // one inline, without growth samples (read every 30 s) or memory run
+    // (every 5 min).
+    next_second().await;
+    next_second().await;
+    next_second().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(conn)
+        .await?;
+    anyhow::ensure!(get(&addr, "/", false).await? == 200);
+    let inline = commandstats(conn).await?;
     let _ = child.kill().await;
-    Ok(stats.values().sum::<u64>().saturating_sub(1))
+    let total = |m: &BTreeMap<String, u64>| m.values().sum::<u64>().saturating_sub(1);
+    Ok(Calibration {
+        snapshot: total(&inline),
+        first_view: total(&first),
+        memory_usage_calls: first.get("memory|usage").copied().unwrap_or(0),
+    })
 }
 
 async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
@@ -316,15 +405,17 @@ async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
         .get_multiplexed_async_connection()
         .await?;
 
-    // One snapshot's cost: engine off, one full page load.
-    let one = calibrate(&bin, &url, &mut conn).await?;
-    println!("One statistics snapshot of {queues} queues costs Redis {one} commands.\n");
+    let cal = calibrate(&bin, &url, &mut conn).await?;
     println!(
-        "| engine | viewers | page requests | Redis commands / min | snapshots / min | top commands / min |"
+        "One statistics snapshot of {queues} queues costs Redis {} commands; the first view of a process (a snapshot with the growth samples, and the memory run of every queue, {} of them MEMORY USAGE) {} commands.\n",
+        cal.snapshot, cal.memory_usage_calls, cal.first_view
     );
-    println!("| --- | ---: | ---: | ---: | ---: | --- |");
-    let mut engine_only = 0;
+    println!(
+        "| engine | viewers | page requests | Redis commands / min | Redis CPU ms / min | snapshots / min | memory runs / min | top commands / min |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for (engine, viewers) in [
+        (false, 0),
         (false, 1),
         (false, 10),
         (false, 50),
@@ -334,11 +425,12 @@ async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
     ] {
         eprintln!("engine {engine}, {viewers} viewers, {span:?} ...");
         let o = scenario(&bin, &url, &mut conn, engine, viewers, span).await?;
-        if engine && viewers == 0 {
-            engine_only = o.total;
-        }
-        let base = if engine { engine_only } else { 0 };
-        let snapshots = o.total.saturating_sub(base) as f64 / one as f64;
+        // The snapshot script asks EXISTS once per kind of key (7) per call
+        // of up to 100 queues; nothing else `serve` runs calls EXISTS.
+        let exists_per_snapshot = 7.0 * queues.div_ceil(100) as f64;
+        let snapshots = o.per_command.get("exists").copied().unwrap_or(0) as f64 / exists_per_snapshot;
+        let runs = o.per_command.get("memory|usage").copied().unwrap_or(0) as f64
+            / cal.memory_usage_calls.max(1) as f64;
         let mut top: Vec<(&String, &u64)> = o.per_command.iter().collect();
         top.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
         let top: Vec<String> = top
@@ -348,10 +440,11 @@ async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
             .map(|(name, n)| format!("{name} {n}"))
             .collect();
         println!(
-            "| {} | {viewers} | {} | {} | {snapshots:.1} | {} |",
+            "| {} | {viewers} | {} | {} | {:.1} | {snapshots:.1} | {runs:.1} | {} |",
             if engine { "on" } else { "off" },
             o.requests,
             o.total,
+            o.cpu_ms,
             top.join(", ")
         );
     }

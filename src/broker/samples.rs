@@ -39,7 +39,7 @@ pub fn samples_key(queue: &str) -> String {
 }
 
 /// Parses a sample member `<unix s>:<retry>:<archived>`.
-fn parse_sample(member: &[u8]) -> Option<(DateTime<Utc>, i64, i64)> {
+pub(super) fn parse_sample(member: &[u8]) -> Option<(DateTime<Utc>, i64, i64)> {
     let text = std::str::from_utf8(member).ok()?;
     let mut parts = text.split(':');
     let at = parts.next()?.parse::<i64>().ok()?;

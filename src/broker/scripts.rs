@@ -4,8 +4,9 @@
 //! falling back to loading it on NOSCRIPT. Scripts that write to the archive
 //! are prefixed with `lib/trim_archive.lua`, which defines the shared
 //! `trim_archive` function (Lua has no includes); likewise `lib/count_stats`
-//! (statistics counters), `lib/lease_tasks` (dequeue) and
-//! `lib/finish_tasks` (done).
+//! (statistics counters), `lib/lease_tasks` (dequeue), `lib/finish_tasks`
+//! (done), `lib/queue_counts` (one queue's counts) and `lib/memory_usage`
+//! (one queue's memory estimate).
 //!
 //! Every script uses only commands Redis 6.0 has and answers with integer
 //! codes or data, never an error reply.
@@ -82,9 +83,13 @@ scripts! {
     /// Replace a scheduled task's msg, compare-and-set (asynq rdb.UpdateTaskPayload).
     UPDATE_TASK_PAYLOAD => ["update_task_payload"];
     /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).
-    QUEUE_STATS => ["queue_stats"];
+    QUEUE_STATS => ["lib/queue_counts", "queue_stats"];
+    /// Counts of many queues and their growth samples, errors caught per queue (dashboard snapshot).
+    QUEUES_STATS => ["lib/queue_counts", "queues_stats"];
     /// Sampled memory estimate of one queue (asynq rdb.memoryUsage, guarded form).
-    QUEUE_MEMORY_USAGE => ["queue_memory_usage"];
+    QUEUE_MEMORY_USAGE => ["lib/memory_usage", "queue_memory_usage"];
+    /// Sampled memory estimates of many queues, errors caught per queue (dashboard memory run).
+    QUEUES_MEMORY_USAGE => ["lib/memory_usage", "queues_memory_usage"];
     /// Groups of a queue with their sizes (asynq rdb.GroupStats).
     GROUP_STATS => ["group_stats"];
     /// Remove a queue, forced or only when empty (asynq rdb.RemoveQueue).

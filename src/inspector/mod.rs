@@ -19,10 +19,10 @@ mod servers;
 mod tasks;
 
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
-pub use queues::{DailyStats, GroupInfo, QueueInfo};
+pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow};
 pub use samples::{
-    FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, Growth, QueueSample,
-    RetryGrowth, retry_growth,
+    FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
+    QueueSample, RetryGrowth, retry_growth,
 };
 pub use servers::{SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, WorkerInfo};
 pub use tasks::{Page, TaskRow};

@@ -22,6 +22,15 @@ use crate::error::{Error, Result};
 
 /// The span the "growing fast" decision looks at: 5 minutes.
 pub const FAST_GROWTH_WINDOW: Duration = Duration::from_secs(5 * 60);
+/// The spans the growth figures cover, in [`RetryGrowth`]'s order: 5 minutes
+/// ([`FAST_GROWTH_WINDOW`]), 15 minutes, and the whole series
+/// ([`SAMPLE_WINDOW`], one hour). [`Inspector::queues_stats`] reads just the
+/// samples these need.
+pub const GROWTH_WINDOWS: [Duration; 3] = [
+    FAST_GROWTH_WINDOW,
+    Duration::from_secs(15 * 60),
+    SAMPLE_WINDOW,
+];
 /// Fewest new retry tasks within [`FAST_GROWTH_WINDOW`] that count as fast
 /// growth: 20 (a handful of failures is noise).
 pub const FAST_GROWTH_MIN_TASKS: i64 = 20;
@@ -117,9 +126,7 @@ pub fn retry_growth(samples: &[QueueSample], now: DateTime<Utc>) -> Option<Retry
     if oldest.at == latest.at {
         return None;
     }
-    let last_5m = growth_over(samples, &latest, FAST_GROWTH_WINDOW);
-    let last_15m = growth_over(samples, &latest, Duration::from_secs(15 * 60));
-    let last_1h = growth_over(samples, &latest, SAMPLE_WINDOW);
+    let [last_5m, last_15m, last_1h] = GROWTH_WINDOWS.map(|w| growth_over(samples, &latest, w));
     let recent = (now - latest.at)
         .to_std()
         .map_or(true, |age| age <= FAST_GROWTH_WINDOW);

@@ -16,6 +16,9 @@
 //!
 //! plus `asynqdeck_queue_stats_failed{queue}` (gauge, 1) for a queue whose
 //! statistics could not be read; Go's exporter drops every queue then.
+//! The memory gauge is the queue's last background estimate (at most about
+//! 5 minutes old); a queue without one yet, or whose estimate failed, has no
+//! memory sample rather than a made-up 0.
 //!
 //! Values come from the shared statistics snapshot (`state.rs`), so a scrape
 //! costs Redis nothing beyond what the pages already cost in that interval.
@@ -71,7 +74,10 @@ pub(crate) fn render(snapshot: &Snapshot) -> Result<String, std::fmt::Error> {
         snapshot
             .queues
             .iter()
-            .map(|row| (row.name.clone(), row.info.clone().ok()))
+            .map(|row| {
+                let memory_known = matches!(&row.memory, Some(m) if m.bytes.is_ok());
+                (row.name.clone(), row.info.clone().ok(), memory_known)
+            })
             .collect(),
     )));
     let mut body = String::new();
@@ -79,9 +85,10 @@ pub(crate) fn render(snapshot: &Snapshot) -> Result<String, std::fmt::Error> {
     Ok(body)
 }
 
-/// Per queue: its statistics, or `None` when they could not be read.
+/// Per queue: its statistics, or `None` when they could not be read, and
+/// whether its memory estimate is known.
 #[derive(Debug)]
-struct QueueCollector(Vec<(String, Option<QueueInfo>)>);
+struct QueueCollector(Vec<(String, Option<QueueInfo>, bool)>);
 
 type Labels<'a> = [(&'static str, &'a str)];
 
@@ -92,6 +99,8 @@ struct Family {
     help: &'static str,
     kind: MetricType,
     value: fn(&QueueInfo) -> f64,
+    /// Only for queues whose memory estimate is known.
+    needs_memory: bool,
 }
 
 const FAMILIES: &[Family] = &[
@@ -100,36 +109,42 @@ const FAMILIES: &[Family] = &[
         help: "Number of tasks in a queue",
         kind: MetricType::Gauge,
         value: |q| q.size as f64,
+        needs_memory: false,
     },
     Family {
         name: "asynq_queue_latency_seconds",
         help: "Number of seconds the oldest pending task is waiting in pending state to be processed.",
         kind: MetricType::Gauge,
         value: |q| q.latency.as_secs_f64(),
+        needs_memory: false,
     },
     Family {
         name: "asynq_queue_memory_usage_approx_bytes",
         help: "Number of memory used by a given queue (approximated number by sampling).",
         kind: MetricType::Gauge,
         value: |q| q.memory_usage as f64,
+        needs_memory: true,
     },
     Family {
         name: "asynq_tasks_processed",
         help: "Number of tasks processed (both succeeded and failed); broken down by queue",
         kind: MetricType::Counter,
         value: |q| q.processed_total as f64,
+        needs_memory: false,
     },
     Family {
         name: "asynq_tasks_failed",
         help: "Number of tasks failed; broken down by queue",
         kind: MetricType::Counter,
         value: |q| q.failed_total as f64,
+        needs_memory: false,
     },
     Family {
         name: "asynq_queue_paused_total",
         help: "Number of queues paused",
         kind: MetricType::Gauge,
         value: |q| if q.paused { 1.0 } else { 0.0 },
+        needs_memory: false,
     },
 ];
 
@@ -148,10 +163,10 @@ const STATES: &[(&str, Size)] = &[
 
 impl Collector for QueueCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let ok: Vec<(&str, &QueueInfo)> = self
+        let ok: Vec<(&str, &QueueInfo, bool)> = self
             .0
             .iter()
-            .filter_map(|(name, info)| info.as_ref().map(|i| (name.as_str(), i)))
+            .filter_map(|(name, info, mem)| info.as_ref().map(|i| (name.as_str(), i, *mem)))
             .collect();
         if !ok.is_empty() {
             let mut family = encoder.encode_descriptor(
@@ -160,7 +175,7 @@ impl Collector for QueueCollector {
                 None,
                 MetricType::Gauge,
             )?;
-            for (name, info) in &ok {
+            for (name, info, _) in &ok {
                 for (state, size) in STATES {
                     let labels: &Labels = &[("queue", name), ("state", state)];
                     ConstGauge::new(size(info)).encode(family.encode_family(&labels)?)?;
@@ -168,7 +183,10 @@ impl Collector for QueueCollector {
             }
             for f in FAMILIES {
                 let mut family = encoder.encode_descriptor(f.name, f.help, None, f.kind)?;
-                for (name, info) in &ok {
+                for (name, info, memory_known) in &ok {
+                    if f.needs_memory && !memory_known {
+                        continue;
+                    }
                     let labels: &Labels = &[("queue", name)];
                     let metric = family.encode_family(&labels)?;
                     let v = (f.value)(info);
@@ -186,8 +204,8 @@ impl Collector for QueueCollector {
         let failed: Vec<&str> = self
             .0
             .iter()
-            .filter(|(_, info)| info.is_none())
-            .map(|(name, _)| name.as_str())
+            .filter(|(_, info, _)| info.is_none())
+            .map(|(name, _, _)| name.as_str())
             .collect();
         if !failed.is_empty() {
             let mut family = encoder.encode_descriptor(
@@ -242,11 +260,25 @@ mod tests {
                 QueueRow {
                     name: "bad".into(),
                     info: Err("boom".into()),
+                    memory: None,
                     growth: None,
                 },
                 QueueRow {
                     name: "default".into(),
                     info: Ok(info("default")),
+                    memory: Some(crate::web::MemoryEstimate {
+                        bytes: Ok(1234),
+                        at: chrono::Utc::now(),
+                    }),
+                    growth: None,
+                },
+                QueueRow {
+                    name: "new".into(),
+                    info: Ok(QueueInfo {
+                        memory_usage: 0,
+                        ..info("new")
+                    }),
+                    memory: None,
                     growth: None,
                 },
             ],
@@ -276,5 +308,11 @@ mod tests {
             );
         }
         assert!(!text.contains("queue=\"bad\",state"), "{text}");
+        // Not estimated yet: no memory sample rather than a made-up 0.
+        assert!(text.contains("asynq_queue_size{queue=\"new\"} 9"), "{text}");
+        assert!(
+            !text.contains("asynq_queue_memory_usage_approx_bytes{queue=\"new\"}"),
+            "{text}"
+        );
     }
 }

@@ -27,7 +27,9 @@ use std::time::Duration;
 
 use axum::Router;
 
-pub use state::AppState;
+pub use state::{
+    AppState, GROWTH_REFRESH, MEMORY_REFRESH, MemoryEstimate, QueueRow, Snapshot, StatsCache,
+};
 
 /// Dashboard settings (flags of `asynqdeck serve`).
 #[derive(Clone, Debug)]

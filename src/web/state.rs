@@ -1,22 +1,69 @@
 //! Handles shared by every request, and the queue-statistics cache.
 //!
-//! Queue statistics (two scripts per queue) are computed at most once per
-//! poll interval and shared by all viewers: ten open tabs cost Redis what one
-//! does. Snapshots belong to wall-clock slots of one interval (slot =
-//! unix time / interval), not to the moment a viewer asked, so one viewer
-//! and ten viewers polling at that interval both cause exactly one
-//! computation per slot. A request that finds the snapshot stale recomputes
-//! it while holding the cache lock, so concurrent requests wait for that one
-//! computation instead of starting their own.
+//! # The statistics snapshot
+//! The queues page, the queue pages' banners, `/api/queues` and `/metrics`
+//! all read one [`Snapshot`] of every queue's numbers, kept by
+//! [`StatsCache`]:
+//!
+//! - **Shared per poll slot.** Snapshots belong to wall-clock slots of one
+//!   poll interval (slot = unix time / interval, from the inspector's
+//!   clock), not to the moment a viewer asked, so one viewer and ten
+//!   viewers polling at that interval cost Redis the same: at most one
+//!   computation per slot.
+//! - **Cheap to compute.** A snapshot is one `queues_stats` script call per
+//!   100 queues ([`Inspector::queues_stats`]): every queue's counts, and
+//!   every [`GROWTH_REFRESH`] the few outage-series samples its retry-growth
+//!   figures need (in between, the growth figures are recomputed from the
+//!   samples last read; the sampler adds one per poll interval, and reading
+//!   them costs Redis as much as the counts).
+//! - **Never waited for when one exists (stale-while-revalidate).** A view
+//!   that finds the snapshot of the current slot uses it; one that finds the
+//!   previous slot's uses that too and starts a refresh in the background
+//!   (at most one in flight). While someone viewed in the last slot, a
+//!   background task computes each new slot's snapshot as the slot starts,
+//!   so polling viewers find it ready; when nobody views, it stops and Redis
+//!   sees nothing from the dashboard. Only a view with no usable snapshot —
+//!   the first one, one after two whole slots without views, one after
+//!   [`StatsCache::invalidate`], or one after a failed read — computes it
+//!   inline; concurrent views then wait for that one computation instead of
+//!   starting their own.
+//! - **Memory estimates on their own cadence.** The memory estimate (`MEMORY
+//!   USAGE` sampling, Go's `rdb.memoryUsage`) is most of what asynqmon's
+//!   queue statistics cost Redis. It is refreshed off the view path, per
+//!   queue at most once per [`MEMORY_REFRESH`] (or per poll interval, when
+//!   longer), by one background task at a time, ten queues per script call
+//!   ([`Inspector::queues_memory_usage`]), and every snapshot carries each
+//!   queue's last estimate with its time
+//!   ([`QueueRow::memory`]); a queue not estimated yet shows "…". asynqmon
+//!   recomputes it on every request (`COMPATIBILITY.md` A7, A15).
+//!
+//! A poll interval of zero turns the cache off: every request computes
+//! everything, memory included, inline (tests use it to see their own
+//! changes at once).
 
-use std::sync::Arc;
-use std::time::Duration;
+// asynqmon divergence: COMPATIBILITY.md#a7, COMPATIBILITY.md#a15
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
 use super::WebConfig;
 use crate::Inspector;
-use crate::inspector::QueueInfo;
+use crate::inspector::{QueueInfo, QueueSample, retry_growth};
+
+/// Least time between two memory estimates of one queue: five minutes (or
+/// the poll interval, when longer). A memory run costs Redis about five
+/// snapshots (about 40 commands per queue, most of them `MEMORY USAGE`);
+/// once every five minutes it adds under a tenth of a millisecond per view
+/// of a viewer polling every 5 s, where once a minute would add half a
+/// millisecond (BENCHMARKS.md, "Dashboard").
+pub const MEMORY_REFRESH: Duration = Duration::from_secs(300);
+/// Least time between two reads of the outage-series samples behind the
+/// retry-growth figures: 30 s (or the poll interval, when longer).
+pub const GROWTH_REFRESH: Duration = Duration::from_secs(30);
 
 /// State every handler gets: cheap to clone.
 #[derive(Clone, Debug)]
@@ -46,15 +93,31 @@ impl AppState {
     }
 }
 
+/// A queue's memory estimate as the cache last computed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    /// Estimated bytes ([`Inspector::queue_memory_usage`]), or why the
+    /// estimate failed (e.g. `MEMORY USAGE` refused by a managed Redis).
+    pub bytes: Result<i64, String>,
+    /// When it was computed (UTC, the inspector's clock).
+    pub at: DateTime<Utc>,
+}
+
 /// One queue's row in a snapshot: its statistics, or why they could not be read.
 #[derive(Clone, Debug)]
 pub struct QueueRow {
     /// Queue name.
     pub name: String,
-    /// Statistics, or the error text (the row then shows "n/a").
+    /// Statistics, or the error text (the row then shows "n/a"). Their
+    /// `memory_usage` is the last estimate's bytes ([`QueueRow::memory`]),
+    /// 0 while there is none or it failed.
     pub info: Result<QueueInfo, String>,
-    /// Retry growth from the outage sampler's series (`None` until two
-    /// samples exist, or when the series cannot be read).
+    /// The queue's last memory estimate: `None` until the first one is
+    /// computed in the background (shortly after the queue first appears).
+    pub memory: Option<MemoryEstimate>,
+    /// Retry growth from the outage sampler's series, as of the samples
+    /// read at most [`GROWTH_REFRESH`] ago (`None` until two samples exist,
+    /// when the series cannot be read, or for a queue that appeared since).
     pub growth: Option<crate::inspector::RetryGrowth>,
 }
 
@@ -69,95 +132,446 @@ pub struct Snapshot {
     pub error: Option<String>,
 }
 
-/// The once-per-interval cache of [`Snapshot`].
+/// The shared, per-poll-slot cache of [`Snapshot`] (see the module docs for
+/// the rules). Cheap to share: handlers hold it in an `Arc`.
 #[derive(Debug)]
 pub struct StatsCache {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// The poll interval; zero turns caching off.
     interval: Duration,
-    /// The snapshot with the wall-clock slot it belongs to.
-    slot: tokio::sync::Mutex<Option<(u128, Arc<Snapshot>)>>,
-    /// How many snapshots were computed (each costs Redis two scripts per queue).
-    computed: std::sync::atomic::AtomicU64,
+    /// Least time between two memory estimates of one queue.
+    memory_period: Duration,
+    /// Least time between two reads of the growth samples.
+    growth_period: Duration,
+    state: Mutex<State>,
+    /// Held while a snapshot is computed, so there is one computation at a
+    /// time (inline or background).
+    compute: tokio::sync::Mutex<()>,
+    /// Background jobs (refreshes, memory runs) started and not finished.
+    busy: tokio::sync::watch::Sender<usize>,
+    /// Snapshots computed.
+    computed: AtomicU64,
+    /// Memory estimates computed (one per queue per run).
+    estimated: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The last snapshot with the slot it was computed in. `None` at first,
+    /// and after [`StatsCache::invalidate`].
+    snapshot: Option<(u64, Arc<Snapshot>)>,
+    /// Bumped by every invalidation; a computation started before one is
+    /// not installed.
+    generation: u64,
+    /// The slot of the latest view.
+    last_view: u64,
+    /// The slot-start refresher task is running.
+    refresher: bool,
+    /// A background refresh is in flight.
+    refreshing: bool,
+    /// A memory run is in flight.
+    estimating: bool,
+    /// Last memory estimate per queue, with when it was taken (monotonic).
+    memory: HashMap<String, (MemoryEstimate, Instant)>,
+    /// The growth samples last read per queue (queues whose series could
+    /// not be read are absent), and when they were read.
+    samples: HashMap<String, Vec<QueueSample>>,
+    samples_read: Option<Instant>,
+}
+
+/// Whether `snap` of `slot` may be served to a view in slot `now`: the
+/// current slot's always; the previous slot's unless it is an error
+/// (a failed read is retried by the next view, so pages recover with Redis).
+fn usable(slot: u64, snap: &Snapshot, now: u64) -> bool {
+    slot >= now || (slot + 1 == now && snap.error.is_none())
+}
+
+/// Computes each row's growth figures from the samples last read, as of
+/// the snapshot's time.
+fn attach_growth(snap: &mut Snapshot, samples: &HashMap<String, Vec<QueueSample>>) {
+    for row in &mut snap.queues {
+        row.growth = samples
+            .get(&row.name)
+            .and_then(|s| retry_growth(s, snap.taken_at));
+    }
+}
+
+/// Copies the known memory estimates into the rows of `snap`.
+fn attach_memory(snap: &mut Snapshot, memory: &HashMap<String, (MemoryEstimate, Instant)>) {
+    for row in &mut snap.queues {
+        row.memory = memory.get(&row.name).map(|(m, _)| m.clone());
+        if let Ok(info) = &mut row.info {
+            info.memory_usage = match &row.memory {
+                Some(MemoryEstimate { bytes: Ok(b), .. }) => *b,
+                _ => 0,
+            };
+        }
+    }
 }
 
 impl StatsCache {
-    /// A cache whose snapshots live `interval`.
+    /// A cache whose snapshots belong to slots of `interval`; zero computes
+    /// every snapshot afresh (no sharing, no background work).
     pub fn new(interval: Duration) -> Self {
         StatsCache {
-            interval,
-            slot: tokio::sync::Mutex::new(None),
-            computed: std::sync::atomic::AtomicU64::new(0),
+            shared: Arc::new(Shared {
+                interval,
+                memory_period: interval.max(MEMORY_REFRESH),
+                growth_period: interval.max(GROWTH_REFRESH),
+                state: Mutex::new(State::default()),
+                compute: tokio::sync::Mutex::new(()),
+                busy: tokio::sync::watch::Sender::new(0),
+                computed: AtomicU64::new(0),
+                estimated: AtomicU64::new(0),
+            }),
         }
     }
 
-    /// The wall-clock slot `now` falls in.
-    fn current_slot(&self) -> u128 {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        now.as_millis() / self.interval.as_millis().max(1)
-    }
-
-    /// The snapshot of the current slot, computed by the first request in
-    /// it. Never fails: errors are inside the snapshot.
+    /// The snapshot for a view now. Never fails: errors are inside the
+    /// snapshot.
+    ///
+    /// Returns at once (no Redis command) when the current or the previous
+    /// slot's snapshot exists, starting a background refresh in the latter
+    /// case; otherwise computes it inline (one `queues_stats` call per 100
+    /// queues) or waits for the computation already running. May start the
+    /// background memory run and the slot-start refresher (tokio tasks).
     pub async fn get(&self, inspector: &Inspector) -> Arc<Snapshot> {
-        let mut slot = self.slot.lock().await;
-        let current = self.current_slot();
-        if let Some((at, snap)) = slot.as_ref()
-            && *at == current
-        {
-            return snap.clone();
+        let shared = &self.shared;
+        if shared.interval.is_zero() {
+            return Arc::new(shared.compute_uncached(inspector).await);
         }
-        let snap = Arc::new(Self::compute(inspector).await);
-        self.computed
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // A failed read is not cached, so the page recovers with Redis.
+        let now = shared.slot_of(inspector.broker().now());
+        {
+            let mut st = shared.lock();
+            st.last_view = st.last_view.max(now);
+            if !st.refresher {
+                st.refresher = true;
+                tokio::spawn(refresher(Arc::downgrade(shared), inspector.clone()));
+            }
+            if let Some((slot, snap)) = &st.snapshot
+                && usable(*slot, snap, now)
+            {
+                let snap = snap.clone();
+                if *slot < now {
+                    shared.spawn_refresh(&mut st, inspector);
+                }
+                return snap;
+            }
+        }
+        let _computing = shared.compute.lock().await;
+        let generation = {
+            let st = shared.lock();
+            if let Some((slot, snap)) = &st.snapshot
+                && usable(*slot, snap, now)
+            {
+                // Computed while this view waited.
+                return snap.clone();
+            }
+            st.generation
+        };
+        shared.compute_and_install(inspector, generation).await
+    }
+
+    /// How many snapshots this cache has computed since it was made
+    /// (inline and background; memory runs not included).
+    pub fn computations(&self) -> u64 {
+        self.shared.computed.load(Ordering::Relaxed)
+    }
+
+    /// How many per-queue memory estimates this cache has computed.
+    pub fn memory_estimates(&self) -> u64 {
+        self.shared.estimated.load(Ordering::Relaxed)
+    }
+
+    /// Drops the cached snapshot (after an action changed the numbers): the
+    /// next view computes a fresh one inline, and a computation already
+    /// running is not installed. Memory estimates are kept (they refresh on
+    /// their own cadence).
+    pub async fn invalidate(&self) {
+        let mut st = self.shared.lock();
+        st.snapshot = None;
+        st.generation += 1;
+    }
+
+    /// Waits until no background refresh or memory run is in flight (for
+    /// tests and benches; the slot-start refresher's wait does not count).
+    pub async fn settle(&self) {
+        let mut rx = self.shared.busy.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The slot `t` falls in.
+    fn slot_of(&self, t: DateTime<Utc>) -> u64 {
+        let ms = u64::try_from(t.timestamp_millis()).unwrap_or(0);
+        let interval = u64::try_from(self.interval.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        ms / interval
+    }
+
+    /// Time from `t` to the start of the next slot, plus 1 ms.
+    fn until_next_slot(&self, t: DateTime<Utc>) -> Duration {
+        let ms = u64::try_from(t.timestamp_millis()).unwrap_or(0);
+        let interval = u64::try_from(self.interval.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        Duration::from_millis(interval - ms % interval + 1)
+    }
+
+    fn job_started(&self) {
+        self.busy.send_modify(|n| *n += 1);
+    }
+
+    fn job_finished(&self) {
+        self.busy.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// Starts a background refresh unless one is in flight.
+    fn spawn_refresh(self: &Arc<Self>, st: &mut State, inspector: &Inspector) {
+        if st.refreshing {
+            return;
+        }
+        st.refreshing = true;
+        self.job_started();
+        let shared = self.clone();
+        let inspector = inspector.clone();
+        tokio::spawn(async move {
+            shared.refresh(&inspector).await;
+        });
+    }
+
+    /// The background refresh: computes the current slot's snapshot unless
+    /// it exists by now. Called with `refreshing` set; clears it.
+    async fn refresh(self: &Arc<Self>, inspector: &Inspector) {
+        {
+            let _computing = self.compute.lock().await;
+            let now = self.slot_of(inspector.broker().now());
+            let generation = {
+                let st = self.lock();
+                match &st.snapshot {
+                    Some((slot, _)) if *slot >= now => None,
+                    _ => Some(st.generation),
+                }
+            };
+            if let Some(generation) = generation {
+                self.compute_and_install(inspector, generation).await;
+            }
+        }
+        self.lock().refreshing = false;
+        self.job_finished();
+    }
+
+    /// Computes a snapshot (caller holds `compute`), reading the growth
+    /// samples when they are due, installs it for the current slot unless
+    /// an invalidation came in between, and starts the memory run when
+    /// estimates are due.
+    async fn compute_and_install(
+        self: &Arc<Self>,
+        inspector: &Inspector,
+        generation: u64,
+    ) -> Arc<Snapshot> {
+        let with_samples = self
+            .lock()
+            .samples_read
+            .is_none_or(|at| at.elapsed() >= self.growth_period);
+        let (mut snap, samples) = compute(inspector, with_samples).await;
+        self.computed.fetch_add(1, Ordering::Relaxed);
+        let slot = self.slot_of(inspector.broker().now());
+        let mut st = self.lock();
+        if let Some(samples) = samples {
+            st.samples = samples;
+            st.samples_read = Some(Instant::now());
+        }
+        attach_growth(&mut snap, &st.samples);
+        attach_memory(&mut snap, &st.memory);
+        let snap = Arc::new(snap);
+        if st.generation == generation {
+            st.snapshot = Some((slot, snap.clone()));
+        }
         if snap.error.is_none() {
-            *slot = Some((current, snap.clone()));
+            self.spawn_memory_run(&mut st, &snap, inspector);
         }
         snap
     }
 
-    /// How many snapshots this cache has computed since it was made.
-    pub fn computations(&self) -> u64 {
-        self.computed.load(std::sync::atomic::Ordering::Relaxed)
+    /// Starts the memory run for the queues of `snap` whose estimate is
+    /// missing or older than `memory_period`, unless one is in flight, and
+    /// forgets the estimates of queues that are gone.
+    fn spawn_memory_run(self: &Arc<Self>, st: &mut State, snap: &Snapshot, inspector: &Inspector) {
+        st.memory
+            .retain(|name, _| snap.queues.iter().any(|r| &r.name == name));
+        if st.estimating {
+            return;
+        }
+        let due: Vec<String> = snap
+            .queues
+            .iter()
+            .filter(|r| r.info.is_ok())
+            .filter(|r| {
+                st.memory
+                    .get(&r.name)
+                    .is_none_or(|(_, at)| at.elapsed() >= self.memory_period)
+            })
+            .map(|r| r.name.clone())
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        st.estimating = true;
+        self.job_started();
+        let shared = self.clone();
+        let inspector = inspector.clone();
+        tokio::spawn(async move {
+            shared.memory_run(&inspector, due).await;
+        });
     }
 
-    /// Drops the cached snapshot (after an action changed the numbers).
-    pub async fn invalidate(&self) {
-        *self.slot.lock().await = None;
-    }
-
-    async fn compute(inspector: &Inspector) -> Snapshot {
-        let taken_at = Utc::now();
-        let names = match inspector.queues().await {
-            Ok(n) => n,
-            Err(e) => {
-                return Snapshot {
-                    taken_at,
-                    queues: Vec::new(),
-                    error: Some(e.to_string()),
-                };
+    /// Estimates the memory of `queues` (ten per script call, so Redis is
+    /// never busy long), then puts the estimates into the current snapshot.
+    /// Keeps the old estimates when the run fails as a whole (Redis
+    /// unreachable).
+    async fn memory_run(self: &Arc<Self>, inspector: &Inspector, queues: Vec<String>) {
+        let result = inspector.queues_memory_usage(&queues).await;
+        self.estimated
+            .fetch_add(queues.len() as u64, Ordering::Relaxed);
+        let at = inspector.broker().now();
+        let mut st = self.lock();
+        match result {
+            Ok(estimates) => {
+                let done = Instant::now();
+                for (queue, bytes) in estimates {
+                    let bytes = bytes.map_err(|e| e.to_string());
+                    st.memory
+                        .insert(queue, (MemoryEstimate { bytes, at }, done));
+                }
+                if let Some((slot, snap)) = &st.snapshot {
+                    let mut patched = Snapshot::clone(snap);
+                    attach_memory(&mut patched, &st.memory);
+                    st.snapshot = Some((*slot, Arc::new(patched)));
+                }
             }
+            Err(e) => tracing::warn!(error = %e, "memory estimates not refreshed"),
+        }
+        st.estimating = false;
+        drop(st);
+        self.job_finished();
+    }
+
+    /// A snapshot with growth samples and memory read inline (poll
+    /// interval zero).
+    async fn compute_uncached(&self, inspector: &Inspector) -> Snapshot {
+        let (mut snap, samples) = compute(inspector, true).await;
+        self.computed.fetch_add(1, Ordering::Relaxed);
+        attach_growth(&mut snap, &samples.unwrap_or_default());
+        let names: Vec<String> = snap.queues.iter().map(|r| r.name.clone()).collect();
+        let at = inspector.broker().now();
+        let estimates = match inspector.queues_memory_usage(&names).await {
+            Ok(estimates) => estimates,
+            Err(e) => names
+                .into_iter()
+                .map(|q| (q, Err(crate::Error::Internal(e.to_string()))))
+                .collect(),
         };
-        let infos =
-            futures_util::future::join_all(names.iter().map(|q| inspector.queue_info(q))).await;
-        let samples =
-            futures_util::future::join_all(names.iter().map(|q| inspector.queue_samples(q))).await;
-        let queues = names
+        self.estimated
+            .fetch_add(estimates.len() as u64, Ordering::Relaxed);
+        let memory = estimates
             .into_iter()
-            .zip(infos.into_iter().zip(samples))
-            .map(|(name, (info, samples))| QueueRow {
-                name,
-                info: info.map_err(|e| e.to_string()),
-                growth: samples
-                    .ok()
-                    .and_then(|s| crate::inspector::retry_growth(&s, taken_at)),
+            .map(|(queue, bytes)| {
+                let bytes = bytes.map_err(|e| e.to_string());
+                (queue, (MemoryEstimate { bytes, at }, Instant::now()))
             })
             .collect();
+        attach_memory(&mut snap, &memory);
+        snap
+    }
+}
+
+/// The slot-start refresher: at the start of every slot, computes its
+/// snapshot in the background if someone viewed in the previous one (so
+/// polling viewers find it ready); ends when nobody did, or when the cache
+/// is gone. At most one per cache; [`StatsCache::get`] starts it again.
+async fn refresher(shared: Weak<Shared>, inspector: Inspector) {
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        let wait = s.until_next_slot(inspector.broker().now());
+        drop(s);
+        tokio::time::sleep(wait).await;
+        let Some(s) = shared.upgrade() else { return };
+        let now = s.slot_of(inspector.broker().now());
+        {
+            let mut st = s.lock();
+            if st.last_view + 1 < now {
+                st.refresher = false;
+                return;
+            }
+            let current = matches!(&st.snapshot, Some((slot, _)) if *slot >= now);
+            if current || st.refreshing {
+                continue;
+            }
+            st.refreshing = true;
+            s.job_started();
+        }
+        s.refresh(&inspector).await;
+    }
+}
+
+/// Reads the queue list and every queue's statistics (no memory estimate,
+/// no growth), and with `with_samples` every queue's growth samples (queues
+/// whose series could not be read left out).
+async fn compute(
+    inspector: &Inspector,
+    with_samples: bool,
+) -> (Snapshot, Option<HashMap<String, Vec<QueueSample>>>) {
+    let taken_at = Utc::now();
+    let failed = |e: crate::Error| {
+        (
+            Snapshot {
+                taken_at,
+                queues: Vec::new(),
+                error: Some(e.to_string()),
+            },
+            None,
+        )
+    };
+    let names = match inspector.queues().await {
+        Ok(n) => n,
+        Err(e) => return failed(e),
+    };
+    let rows = match inspector.queues_stats(&names, with_samples).await {
+        Ok(rows) => rows,
+        Err(e) => return failed(e),
+    };
+    let mut samples = with_samples.then(HashMap::new);
+    let queues = rows
+        .into_iter()
+        .map(|row| {
+            if let (Some(all), Some(Ok(s))) = (samples.as_mut(), row.samples) {
+                all.insert(row.queue.clone(), s);
+            }
+            QueueRow {
+                name: row.queue,
+                info: row.info.map_err(|e| e.to_string()),
+                memory: None,
+                growth: None,
+            }
+        })
+        .collect();
+    (
         Snapshot {
             taken_at,
             queues,
             error: None,
-        }
-    }
+        },
+        samples,
+    )
 }

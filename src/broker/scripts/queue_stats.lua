@@ -10,6 +10,8 @@
 -- KEYS[9]  asynq:{<q>}:processed                   all-time processed counter
 -- KEYS[10] asynq:{<q>}:failed                      all-time failed counter
 -- KEYS[11] asynq:{<q>}:paused                      string, present iff paused
+--          (KEYS[7] .. KEYS[11] are read with one MGET: a key of another
+--          type reads as absent)
 -- KEYS[12] asynq:{<q>}:groups                      set of group names
 -- --
 -- ARGV[1] task key prefix asynq:{<q>}:t:
@@ -21,29 +23,10 @@
 --   12    pending_since (unix ns, bulk string) of the rightmost (next to run)
 --         pending task, false (nil) when there is none or it has no such field;
 --   13    number of groups; 14 sum of the group zsets' sizes (aggregating tasks).
--- Read-only.
-local res = {}
-res[1] = redis.call("LLEN", KEYS[1])
-res[2] = redis.call("LLEN", KEYS[2])
-for i = 3, 6 do
-    res[i] = redis.call("ZCARD", KEYS[i])
-end
-for i = 7, 10 do
-    res[i] = redis.call("GET", KEYS[i])
-end
-res[11] = redis.call("EXISTS", KEYS[11])
-res[12] = false
-if res[1] > 0 then
-    local next_id = redis.call("LINDEX", KEYS[1], -1)
-    if next_id then
-        res[12] = redis.call("HGET", ARGV[1] .. next_id, "pending_since")
-    end
-end
-local groups = redis.call("SMEMBERS", KEYS[12])
-local aggregating = 0
-for _, name in ipairs(groups) do
-    aggregating = aggregating + redis.call("ZCARD", ARGV[2] .. name)
-end
-res[13] = #groups
-res[14] = aggregating
-return res
+-- Read-only. The counting is lib/queue_counts.lua, shared with queues_stats.
+local k = {
+    pending = KEYS[1], active = KEYS[2], scheduled = KEYS[3], retry = KEYS[4],
+    archived = KEYS[5], completed = KEYS[6], groups = KEYS[12],
+}
+return queue_counts(k, redis.call("MGET", KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]),
+    ARGV[1], ARGV[2], {})

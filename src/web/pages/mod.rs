@@ -49,6 +49,29 @@ impl Layout {
     }
 }
 
+/// A memory estimate as its cell shows it: `(text, title)`. `12.30 MB` with
+/// when it was estimated; `n/a` with the reason when the estimate failed;
+/// `…` before the first estimate of the queue (computed in the background).
+pub fn memory_cell(m: Option<&super::MemoryEstimate>) -> (String, String) {
+    match m {
+        Some(super::MemoryEstimate { bytes: Ok(b), at }) => (
+            super::format::bytes(*b),
+            format!(
+                "Estimated by sampling at {}; refreshed at most every 5 minutes",
+                super::format::utc(*at)
+            ),
+        ),
+        Some(super::MemoryEstimate { bytes: Err(e), at }) => (
+            "n/a".to_string(),
+            format!("Memory estimate failed at {}: {e}", super::format::utc(*at)),
+        ),
+        None => (
+            "…".to_string(),
+            "Being estimated in the background; shown at the next refresh".to_string(),
+        ),
+    }
+}
+
 /// Whether the request came from htmx (then only the fragment is rendered).
 pub fn is_htmx(headers: &HeaderMap) -> bool {
     headers.contains_key("hx-request")

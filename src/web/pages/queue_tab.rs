@@ -31,9 +31,9 @@ use serde::Deserialize;
 use super::errgroups::{self, ErrGroup};
 use super::{Layout, is_htmx};
 use crate::inspector::{GroupInfo, Page, QueueInfo, TaskRow};
-use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format::{self, Preview};
+use crate::web::{AppState, MemoryEstimate};
 use crate::{Error, Inspector, TaskInfo, TaskState};
 
 /// Page sizes offered; any other `size` falls back to the first.
@@ -212,6 +212,8 @@ pub struct Banner {
     pub size: i64,
     pub groups: i64,
     pub memory: String,
+    /// When the memory estimate was taken, or why it is missing.
+    pub memory_title: String,
     pub latency: String,
     pub processed: i64,
     pub failed: i64,
@@ -219,12 +221,14 @@ pub struct Banner {
 }
 
 impl Banner {
-    fn of(i: &QueueInfo) -> Self {
+    fn of(i: &QueueInfo, memory: Option<&MemoryEstimate>) -> Self {
+        let (memory, memory_title) = super::memory_cell(memory);
         Banner {
             paused: i.paused,
             size: i.size,
             groups: i.groups,
-            memory: format::bytes(i.memory_usage),
+            memory,
+            memory_title,
             latency: format::human_duration(i.latency.as_secs()),
             processed: i.processed,
             failed: i.failed,
@@ -688,21 +692,39 @@ fn count_of(info: &QueueInfo, state: TaskState) -> i64 {
     }
 }
 
-/// Statistics of `queue` from the shared snapshot: `Ok(None)` when the
-/// snapshot does not list it (yet), `Err(text)` when they failed.
-async fn queue_stats(state: &AppState, queue: &str) -> (Option<QueueInfo>, String, DateTime<Utc>) {
+/// Statistics of `queue` from the shared snapshot, with its memory
+/// estimate: `None` when the snapshot does not list it (yet) or they
+/// failed (then with the error text).
+async fn queue_stats(state: &AppState, queue: &str) -> QueueStats {
     let snap = state.stats.get(&state.inspector).await;
-    let taken = snap.taken_at;
+    let mut out = QueueStats {
+        info: None,
+        memory: None,
+        error: String::new(),
+        taken_at: snap.taken_at,
+    };
     if let Some(e) = &snap.error {
-        return (None, e.clone(), taken);
+        out.error = e.clone();
+        return out;
     }
-    match snap.queues.iter().find(|r| r.name == queue) {
-        Some(row) => match &row.info {
-            Ok(i) => (Some(i.clone()), String::new(), taken),
-            Err(e) => (None, e.clone(), taken),
-        },
-        None => (None, String::new(), taken),
+    if let Some(row) = snap.queues.iter().find(|r| r.name == queue) {
+        match &row.info {
+            Ok(i) => {
+                out.info = Some(i.clone());
+                out.memory = row.memory.clone();
+            }
+            Err(e) => out.error = e.clone(),
+        }
     }
+    out
+}
+
+/// One queue's entry of the shared snapshot, for its pages.
+struct QueueStats {
+    info: Option<QueueInfo>,
+    memory: Option<MemoryEstimate>,
+    error: String,
+    taken_at: DateTime<Utc>,
 }
 
 /// Everything the aggregating tab needs to pick its group.
@@ -765,7 +787,12 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
     let root = state.config.root_path.trim_end_matches('/').to_string();
     let insp = &state.inspector;
     let fail = |e: Error| PageError::from_error(e, &root);
-    let (info, stats_error, taken_at) = queue_stats(state, queue).await;
+    let QueueStats {
+        info,
+        memory,
+        error: stats_error,
+        taken_at,
+    } = queue_stats(state, queue).await;
     let groups = groups_of(insp, queue, view).await.map_err(fail)?;
     let group = groups.chosen.as_deref();
     let tab_total = tab_total(info.as_ref(), &groups, view.state);
@@ -885,7 +912,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         queue_url,
         data_cols: 2 + extra_columns(view.state),
         qs: view_for_links.qs(),
-        banner: info.as_ref().map(Banner::of),
+        banner: info.as_ref().map(|i| Banner::of(i, memory.as_ref())),
         banner_error: stats_error,
         tabs,
         groups: groups.all,
@@ -1094,7 +1121,7 @@ async fn view_summary_get(
         Ok(g) => g,
         Err(e) => return PageError::from_error(e, &root).into_response(),
     };
-    let (info, _, _) = queue_stats(&state, &queue).await;
+    let info = queue_stats(&state, &queue).await.info;
     let total = tab_total(info.as_ref(), &groups, tab);
     let scanned = if tab == TaskState::Aggregating && groups.chosen.is_none() {
         Scan {
@@ -1362,7 +1389,7 @@ async fn matching_post(
     if tab == TaskState::Aggregating && groups.chosen.is_none() {
         return (StatusCode::BAD_REQUEST, "the queue has no groups").into_response();
     }
-    let (info, _, _) = queue_stats(&state, &queue).await;
+    let info = queue_stats(&state, &queue).await.info;
     let total = tab_total(info.as_ref(), &groups, tab);
     let scanned = match scan(insp, &queue, tab, groups.chosen.as_deref(), total).await {
         Ok(s) => s,

@@ -39,6 +39,8 @@ pub struct RowStats {
     pub failed: i64,
     pub error_rate: String,
     pub memory: String,
+    /// When the memory estimate was taken, or why it is missing.
+    pub memory_title: String,
     pub latency: String,
     /// Retry growth over the last 5 minutes, e.g. `+42`; empty without samples.
     pub retry_trend: String,
@@ -50,37 +52,41 @@ fn rows(snap: &Snapshot) -> Vec<Row> {
     snap.queues
         .iter()
         .map(|q| match &q.info {
-            Ok(i) => Row {
-                name: q.name.clone(),
-                stats: Some(RowStats {
-                    paused: i.paused,
-                    size: i.size,
-                    active: i.active,
-                    pending: i.pending,
-                    aggregating: i.aggregating,
-                    scheduled: i.scheduled,
-                    retry: i.retry,
-                    archived: i.archived,
-                    completed: i.completed,
-                    processed: i.processed,
-                    failed: i.failed,
-                    error_rate: format::error_rate(i.failed, i.processed),
-                    memory: format::bytes(i.memory_usage),
-                    latency: format::human_duration(i.latency.as_secs()),
-                    retry_trend: q
-                        .growth
-                        .map(|g| {
-                            format!(
-                                "{:+} in {}",
-                                g.last_5m.delta(),
-                                format::human_duration(g.last_5m.span.as_secs())
-                            )
-                        })
-                        .unwrap_or_default(),
-                    retry_fast: q.growth.is_some_and(|g| g.fast),
-                }),
-                error: String::new(),
-            },
+            Ok(i) => {
+                let (memory, memory_title) = super::memory_cell(q.memory.as_ref());
+                Row {
+                    name: q.name.clone(),
+                    stats: Some(RowStats {
+                        paused: i.paused,
+                        size: i.size,
+                        active: i.active,
+                        pending: i.pending,
+                        aggregating: i.aggregating,
+                        scheduled: i.scheduled,
+                        retry: i.retry,
+                        archived: i.archived,
+                        completed: i.completed,
+                        processed: i.processed,
+                        failed: i.failed,
+                        error_rate: format::error_rate(i.failed, i.processed),
+                        memory,
+                        memory_title,
+                        latency: format::human_duration(i.latency.as_secs()),
+                        retry_trend: q
+                            .growth
+                            .map(|g| {
+                                format!(
+                                    "{:+} in {}",
+                                    g.last_5m.delta(),
+                                    format::human_duration(g.last_5m.span.as_secs())
+                                )
+                            })
+                            .unwrap_or_default(),
+                        retry_fast: q.growth.is_some_and(|g| g.fast),
+                    }),
+                    error: String::new(),
+                }
+            }
             Err(e) => Row {
                 name: q.name.clone(),
                 stats: None,

@@ -1,0 +1,57 @@
+-- lib/queue_counts: the counts of one queue for QueueInfo (asynq
+-- rdb.CurrentStats), shared by queue_stats (one queue) and queues_stats (many
+-- at once); prepended to them by scripts.rs (Lua has no includes).
+-- Defines queue_counts(k, strings, task_prefix, group_prefix, absent):
+--   k             the queue's keys by name: k.pending, k.active (lists),
+--                 k.scheduled, k.retry, k.archived, k.completed (zsets),
+--                 k.groups (set of group names)
+--   strings       the queue's five string keys as one MGET read them: today's
+--                 processed and failed counters, the all-time processed and
+--                 failed counters, paused (false when absent; MGET also reads
+--                 a key of another type as absent)
+--   task_prefix   asynq:{<q>}:t:   (a task's hash is prefix .. id)
+--   group_prefix  asynq:{<q>}:g:   (a group's zset is prefix .. name)
+--   absent        keys the caller knows do not exist, by the names of k
+--                 (absent.retry == true: k.retry is not read, its size is 0);
+--                 {} to read every key
+-- Returns: the array of 14 values queue_stats.lua documents. Read-only.
+-- A list, zset or set key of the wrong type raises the Redis error
+-- (WRONGTYPE ...).
+-- asynq divergence: COMPATIBILITY.md#q4
+local function queue_counts(k, strings, task_prefix, group_prefix, absent)
+    local function size(cmd, name)
+        if absent[name] then
+            return 0
+        end
+        return redis.call(cmd, k[name])
+    end
+    local res = {}
+    res[1] = size("LLEN", "pending")
+    res[2] = size("LLEN", "active")
+    res[3] = size("ZCARD", "scheduled")
+    res[4] = size("ZCARD", "retry")
+    res[5] = size("ZCARD", "archived")
+    res[6] = size("ZCARD", "completed")
+    for i = 1, 4 do
+        res[6 + i] = strings[i]
+    end
+    res[11] = strings[5] and 1 or 0
+    res[12] = false
+    if res[1] > 0 then
+        local next_id = redis.call("LINDEX", k.pending, -1)
+        if next_id then
+            res[12] = redis.call("HGET", task_prefix .. next_id, "pending_since")
+        end
+    end
+    local groups = {}
+    if not absent.groups then
+        groups = redis.call("SMEMBERS", k.groups)
+    end
+    local aggregating = 0
+    for _, name in ipairs(groups) do
+        aggregating = aggregating + redis.call("ZCARD", group_prefix .. name)
+    end
+    res[13] = #groups
+    res[14] = aggregating
+    return res
+end

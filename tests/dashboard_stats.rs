@@ -1,0 +1,791 @@
+//! The dashboard's statistics snapshot on a real Redis (issue 4 performance
+//! targets): `Inspector::queues_stats` reads every queue in one script call
+//! and returns exactly what `queue_info` does per queue (memory aside), one
+//! corrupt queue fails only its own row, the reduced outage-series read gives
+//! the same growth figures as the full read; the `StatsCache` serves the
+//! previous slot's snapshot without waiting, estimates memory in the
+//! background, and `invalidate` still gives the acting viewer fresh numbers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use asynqdeck::broker::proto::TaskMessage;
+use asynqdeck::broker::{Broker, keys, samples_key};
+use asynqdeck::clock::SimulatedClock;
+use asynqdeck::inspector::{QueueInfo, QueueSample, retry_growth};
+use asynqdeck::web::{AppState, MemoryEstimate, StatsCache, WebConfig};
+use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use chrono::{DateTime, Utc};
+use http_body_util::BodyExt;
+use prost::Message;
+use redis::AsyncCommands;
+use redis::aio::MultiplexedConnection;
+use tower::ServiceExt;
+
+use crate::support::{self, TestDb};
+
+/// The fixed "now" of these tests: 2026-03-10T12:00:00Z.
+fn now() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+struct World {
+    client: Client,
+    inspector: Inspector,
+    clock: SimulatedClock,
+    conn: MultiplexedConnection,
+}
+
+/// A client and an inspector sharing one simulated clock set to [`now`].
+async fn setup(db: &TestDb) -> World {
+    let clock = SimulatedClock::new(now());
+    let broker = Broker::connect(&db.url())
+        .await
+        .unwrap()
+        .with_clock(Arc::new(clock.clone()));
+    World {
+        client: Client::from_broker(broker.clone()),
+        inspector: Inspector::from_broker(broker),
+        clock,
+        conn: db.raw().await,
+    }
+}
+
+/// Writes a task hash and puts its id in the zset of `state` (retry,
+/// archived or completed; score = now) or the active list.
+async fn seed(conn: &mut MultiplexedConnection, q: &str, id: &str, state: &str) {
+    let msg = TaskMessage {
+        r#type: "seeded".into(),
+        payload: format!("payload of {id}").into_bytes(),
+        id: id.into(),
+        queue: q.into(),
+        retry: 25,
+        timeout: 1800,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let _: () = conn
+        .hset_multiple(
+            keys::task_key(q, id),
+            &[("msg", msg), ("state", state.as_bytes().to_vec())],
+        )
+        .await
+        .unwrap();
+    let score = now().timestamp();
+    let _: () = match state {
+        "active" => conn.lpush(keys::active_key(q), id).await.unwrap(),
+        "retry" => conn.zadd(keys::retry_key(q), id, score).await.unwrap(),
+        "archived" => conn.zadd(keys::archived_key(q), id, score).await.unwrap(),
+        "completed" => conn.zadd(keys::completed_key(q), id, score).await.unwrap(),
+        other => panic!("seed: unsupported state {other}"),
+    };
+    let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
+}
+
+async fn enqueue(w: &World, q: &str, opts: EnqueueOptions) {
+    w.client
+        .enqueue(&Task::new("t", b"payload".to_vec()), opts.queue(q))
+        .await
+        .unwrap();
+}
+
+/// Queues in several states: `critical` with every state, groups, counters,
+/// a pause and a 42 s latency; `plain` with pending tasks only; `retrying`
+/// with retry tasks only; `grouped` with aggregating tasks only.
+async fn seed_queues(w: &mut World) {
+    let q = "critical";
+    w.clock.set(now() - chrono::Duration::seconds(42));
+    enqueue(w, q, EnqueueOptions::new()).await;
+    w.clock.set(now());
+    enqueue(w, q, EnqueueOptions::new()).await;
+    enqueue(
+        w,
+        q,
+        EnqueueOptions::new().process_in(Duration::from_secs(60)),
+    )
+    .await;
+    for g in ["g1", "g1", "g2"] {
+        enqueue(w, q, EnqueueOptions::new().group(g)).await;
+    }
+    seed(&mut w.conn, q, "a1", "active").await;
+    for i in 0..3 {
+        seed(&mut w.conn, q, &format!("r{i}"), "retry").await;
+    }
+    seed(&mut w.conn, q, "x1", "archived").await;
+    seed(&mut w.conn, q, "c1", "completed").await;
+    let today = now().date_naive();
+    let _: () = w.conn.set(keys::processed_key(q, today), 7).await.unwrap();
+    let _: () = w.conn.set(keys::failed_key(q, today), 2).await.unwrap();
+    let _: () = w.conn.set(keys::processed_total_key(q), 100).await.unwrap();
+    let _: () = w.conn.set(keys::failed_total_key(q), 10).await.unwrap();
+    w.inspector.pause_queue(q).await.unwrap();
+
+    for _ in 0..4 {
+        enqueue(w, "plain", EnqueueOptions::new()).await;
+    }
+    for i in 0..2 {
+        seed(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
+    }
+    enqueue(w, "grouped", EnqueueOptions::new().group("only")).await;
+}
+
+/// `queue_info` with the memory estimate left out (`queues_stats` reports 0).
+async fn info_without_memory(insp: &Inspector, q: &str) -> QueueInfo {
+    QueueInfo {
+        memory_usage: 0,
+        ..insp.queue_info(q).await.unwrap()
+    }
+}
+
+/// One `queues_stats` call gives, for each queue, exactly what `queue_info`
+/// gives (memory aside): counts per state, groups, aggregating, counters,
+/// pause, latency and time; a queue not in `asynq:queues` is
+/// `QueueNotFound` and a blank name `InvalidQueueName`, each in its own row.
+#[tokio::test]
+async fn queues_stats_equals_queue_info_per_queue() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    seed_queues(&mut w).await;
+    let names = w.inspector.queues().await.unwrap();
+    assert_eq!(names, ["critical", "grouped", "plain", "retrying"]);
+    let mut asked = names.clone();
+    asked.insert(1, "gone".to_string());
+    asked.push(String::new());
+
+    let rows = w.inspector.queues_stats(&asked, true).await.unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.queue.as_str()).collect::<Vec<_>>(),
+        ["critical", "gone", "grouped", "plain", "retrying", ""]
+    );
+    for row in &rows {
+        match row.queue.as_str() {
+            "gone" => assert!(
+                matches!(&row.info, Err(Error::QueueNotFound { queue }) if queue == "gone"),
+                "{row:?}"
+            ),
+            "" => assert!(matches!(row.info, Err(Error::InvalidQueueName)), "{row:?}"),
+            q => {
+                let expected = info_without_memory(&w.inspector, q).await;
+                assert_eq!(row.info.as_ref().unwrap(), &expected, "{q}");
+                assert_eq!(
+                    row.samples.as_ref().unwrap().as_ref().unwrap(),
+                    &Vec::new(),
+                    "{q}: no series"
+                );
+            }
+        }
+    }
+    // Without samples: the same numbers, no samples read.
+    let counts_only = w.inspector.queues_stats(&names, false).await.unwrap();
+    for (row, full) in counts_only
+        .iter()
+        .zip(rows.iter().filter(|r| names.contains(&r.queue)))
+    {
+        assert_eq!(row.queue, full.queue);
+        assert_eq!(row.info.as_ref().unwrap(), full.info.as_ref().unwrap());
+        assert!(row.samples.is_none());
+    }
+
+    let critical = rows[0].info.as_ref().unwrap();
+    assert_eq!(
+        (
+            critical.pending,
+            critical.active,
+            critical.scheduled,
+            critical.retry,
+            critical.archived,
+            critical.completed,
+            critical.aggregating,
+            critical.groups,
+        ),
+        (2, 1, 1, 3, 1, 1, 3, 2)
+    );
+    assert_eq!(critical.size, 12);
+    assert_eq!((critical.processed, critical.failed), (7, 2));
+    assert_eq!((critical.processed_total, critical.failed_total), (100, 10));
+    assert!(critical.paused);
+    assert_eq!(critical.latency, Duration::from_secs(42));
+    assert_eq!(critical.timestamp, now());
+    assert_eq!(critical.memory_usage, 0);
+}
+
+/// The batched memory estimates (ten queues per script call) equal the
+/// per-queue estimate of `queue_info`, for queues with every state, groups
+/// and more queues than one call takes; a queue with a key of the wrong type
+/// gets its error, the others their numbers.
+#[tokio::test]
+async fn queues_memory_usage_equals_per_queue_estimates() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    seed_queues(&mut w).await;
+    for i in 0..12 {
+        for j in 0..(i % 4) {
+            enqueue(&w, &format!("extra-{i:02}"), EnqueueOptions::new()).await;
+            seed(
+                &mut w.conn,
+                &format!("extra-{i:02}"),
+                &format!("r{j}"),
+                "retry",
+            )
+            .await;
+        }
+        let _: () = w
+            .conn
+            .sadd(keys::ALL_QUEUES, format!("extra-{i:02}"))
+            .await
+            .unwrap();
+    }
+    enqueue(&w, "typed", EnqueueOptions::new()).await;
+    let _: () = w
+        .conn
+        .set(keys::completed_key("typed"), "a string")
+        .await
+        .unwrap();
+    let names = w.inspector.queues().await.unwrap();
+    assert_eq!(names.len(), 17);
+    let estimates = w.inspector.queues_memory_usage(&names).await.unwrap();
+    assert_eq!(
+        estimates.iter().map(|(q, _)| q.clone()).collect::<Vec<_>>(),
+        names
+    );
+    for (q, estimate) in &estimates {
+        if q == "typed" {
+            let err = estimate.as_ref().unwrap_err();
+            assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+            assert!(w.inspector.queue_memory_usage(q).await.is_err());
+        } else {
+            let expected = w.inspector.queue_info(q).await.unwrap().memory_usage;
+            assert_eq!(estimate.as_ref().unwrap(), &expected, "{q}");
+            assert_eq!(w.inspector.queue_memory_usage(q).await.unwrap(), expected);
+        }
+    }
+}
+
+/// More queues than one script call reads (100): every queue is read, in
+/// order, each with its own count.
+#[tokio::test]
+async fn queues_stats_reads_any_number_of_queues() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    let names: Vec<String> = (0..130).map(|i| format!("q{i:03}")).collect();
+    for (i, q) in names.iter().enumerate() {
+        for j in 0..(i % 3) {
+            seed(&mut w.conn, q, &format!("r{j}"), "retry").await;
+        }
+        let _: () = w.conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
+    }
+    let rows = w.inspector.queues_stats(&names, true).await.unwrap();
+    assert_eq!(rows.len(), 130);
+    for (i, (row, q)) in rows.iter().zip(&names).enumerate() {
+        assert_eq!(&row.queue, q);
+        assert_eq!(row.info.as_ref().unwrap().retry, (i % 3) as i64, "{q}");
+    }
+}
+
+/// A queue with a key of the wrong type (the archive is a string) gets an
+/// error row with Redis's WRONGTYPE text, a queue with a counter that is not
+/// a number the same `Corrupt` error `queue_info` gives, a series of the
+/// wrong type only fails that queue's samples; every other queue is intact.
+#[tokio::test]
+async fn one_corrupt_queue_fails_only_its_row() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    seed_queues(&mut w).await;
+    enqueue(&w, "typed", EnqueueOptions::new()).await;
+    let _: () = w
+        .conn
+        .set(keys::archived_key("typed"), "a string, not a zset")
+        .await
+        .unwrap();
+    enqueue(&w, "counted", EnqueueOptions::new()).await;
+    let _: () = w
+        .conn
+        .set(keys::processed_total_key("counted"), "not-a-number")
+        .await
+        .unwrap();
+    let _: () = w
+        .conn
+        .set(samples_key("plain"), "a string, not a series")
+        .await
+        .unwrap();
+
+    let names = w.inspector.queues().await.unwrap();
+    let rows = w.inspector.queues_stats(&names, true).await.unwrap();
+    assert_eq!(rows.len(), 6);
+    for row in &rows {
+        match row.queue.as_str() {
+            "typed" => {
+                let err = row.info.as_ref().unwrap_err();
+                assert!(matches!(err, Error::Redis(_)), "{err:?}");
+                assert!(!err.is_redis_unavailable());
+                let text = err.to_string();
+                assert!(
+                    text.starts_with(
+                        "redis: \"WRONGTYPE\": Operation against a key holding the wrong kind of value"
+                    ),
+                    "{text}"
+                );
+                assert!(w.inspector.queue_info("typed").await.is_err());
+            }
+            "counted" => {
+                let err = row.info.as_ref().unwrap_err();
+                assert_eq!(
+                    err.to_string(),
+                    "corrupt data in Redis at asynq:{counted}:processed: counter is not an integer: \"not-a-number\""
+                );
+                assert_eq!(
+                    w.inspector
+                        .queue_info("counted")
+                        .await
+                        .unwrap_err()
+                        .to_string(),
+                    err.to_string()
+                );
+            }
+            q => {
+                let expected = info_without_memory(&w.inspector, q).await;
+                assert_eq!(row.info.as_ref().unwrap(), &expected, "{q}");
+                let samples = row.samples.as_ref().unwrap();
+                if q == "plain" {
+                    let err = samples.as_ref().unwrap_err();
+                    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+                } else {
+                    assert_eq!(samples.as_ref().unwrap(), &Vec::new());
+                }
+            }
+        }
+    }
+}
+
+/// Samples `(seconds before now, retry size, member suffix)`.
+type Series<'a> = Vec<(i64, i64, &'a str)>;
+
+/// Writes samples `(seconds before now, retry size)` to `q`'s series as the
+/// sampler does (member `<t>:<retry>:<archived>`, score t); `suffix` makes a
+/// second engine's sample of the same second distinct.
+async fn write_series(conn: &mut MultiplexedConnection, q: &str, samples: &[(i64, i64, &str)]) {
+    for (ago, retry, suffix) in samples {
+        let t = now().timestamp() - ago;
+        let member = format!("{t}:{retry}:{}{suffix}", retry / 2);
+        let _: () = conn.zadd(samples_key(q), member, t).await.unwrap();
+    }
+}
+
+/// The reduced series read (at most 5 samples) gives exactly the growth
+/// figures of the full read, for short, medium, long and irregular series,
+/// samples of one second from two engines, one sample, and none.
+#[tokio::test]
+async fn growth_from_the_reduced_read_equals_the_full_read() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    // Every 5 s for 2 h (older than the 1 h window: not read), growing.
+    let long: Vec<(i64, i64, &str)> = (0..1440).map(|i| (i * 5, 2000 - i, "")).collect();
+    // Irregular: gaps, and two engines sampling the same seconds.
+    let irregular = vec![
+        (0, 90, ""),
+        (0, 91, "0"),
+        (250, 70, ""),
+        (301, 60, ""),
+        (301, 61, "0"),
+        (899, 40, ""),
+        (1200, 30, ""),
+        (1200, 29, "0"),
+        (3500, 5, ""),
+        (3500, 4, "0"),
+    ];
+    let series: Vec<(&str, Series)> = vec![
+        ("long", long),
+        (
+            "medium",
+            (0..240)
+                .map(|i| (i * 5, 300 - i))
+                .map(|(a, r)| (a, r, ""))
+                .collect(),
+        ),
+        ("short", vec![(0, 50, ""), (10, 20, ""), (20, 0, "")]),
+        ("irregular", irregular),
+        ("one", vec![(30, 7, "")]),
+        ("stale", vec![(4000, 3, ""), (3700, 9, "")]),
+        ("none", vec![]),
+    ];
+    let mut names = Vec::new();
+    for (q, samples) in &series {
+        seed(&mut w.conn, q, "r0", "retry").await;
+        write_series(&mut w.conn, q, samples).await;
+        names.push(q.to_string());
+    }
+    names.sort();
+    let rows = w.inspector.queues_stats(&names, true).await.unwrap();
+    for row in rows {
+        let reduced = row.samples.unwrap().unwrap();
+        let full = w.inspector.queue_samples(&row.queue).await.unwrap();
+        assert!(reduced.len() <= 5, "{}: {reduced:?}", row.queue);
+        for s in &reduced {
+            assert!(full.contains(s), "{}: {s:?} is a real sample", row.queue);
+        }
+        for at in [now(), now() + chrono::Duration::seconds(200)] {
+            assert_eq!(
+                retry_growth(&reduced, at),
+                retry_growth(&full, at),
+                "{} at {at}",
+                row.queue
+            );
+        }
+        match row.queue.as_str() {
+            "none" | "stale" => assert!(reduced.is_empty()),
+            "one" => assert_eq!(reduced.len(), 1),
+            _ => assert!(retry_growth(&reduced, now()).is_some()),
+        }
+    }
+    // Exact figures for the irregular series. Within one second the members
+    // sort by text, and the full read takes the last of the newest second
+    // and the first of the oldest: newest "…:91:450"; 5 min back the 301 s
+    // second's "…:61:300"; 15 min back the 1200 s second's "…:30:15"; 1 h
+    // back none, so the oldest, the 3500 s second's "…:4:20".
+    let irregular = w
+        .inspector
+        .queues_stats(&["irregular".to_string()], true)
+        .await
+        .unwrap();
+    let samples = irregular[0].samples.as_ref().unwrap().as_ref().unwrap();
+    let at = |ago: i64| DateTime::from_timestamp(now().timestamp() - ago, 0).unwrap();
+    assert_eq!(
+        samples,
+        &vec![
+            QueueSample {
+                at: at(3500),
+                retry: 4,
+                archived: 20
+            },
+            QueueSample {
+                at: at(1200),
+                retry: 30,
+                archived: 15
+            },
+            QueueSample {
+                at: at(301),
+                retry: 61,
+                archived: 300
+            },
+            QueueSample {
+                at: at(0),
+                retry: 91,
+                archived: 450
+            },
+        ]
+    );
+    let g = retry_growth(samples, now()).unwrap();
+    assert_eq!((g.last_5m.from, g.last_5m.to), (61, 91));
+    assert_eq!((g.last_15m.from, g.last_15m.to), (30, 91));
+    assert_eq!((g.last_1h.from, g.last_1h.to), (4, 91));
+}
+
+async fn get(app: &Router, path: &str) -> (StatusCode, String) {
+    let res = app
+        .clone()
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = res.status();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Pending count of `q` in a snapshot.
+fn pending(snap: &asynqdeck::web::Snapshot, q: &str) -> i64 {
+    snap.queues
+        .iter()
+        .find(|r| r.name == q)
+        .unwrap()
+        .info
+        .as_ref()
+        .unwrap()
+        .pending
+}
+
+/// A view never computes the memory estimate: the first snapshot has none
+/// ("…" on the page), the background run fills it in, equal to the
+/// per-queue estimate, without computing another snapshot; the page then
+/// shows it with its time, the API and `/metrics` report it.
+#[tokio::test]
+async fn memory_estimate_arrives_in_the_background() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    seed_queues(&mut w).await;
+    let state = AppState::new(
+        w.inspector.clone(),
+        WebConfig {
+            poll_interval: Duration::from_secs(3600),
+            ..WebConfig::default()
+        },
+    );
+    let app = asynqdeck::web::router(state.clone());
+
+    let snap = state.stats.get(&w.inspector).await;
+    assert_eq!(state.stats.computations(), 1);
+    assert!(snap.queues.iter().all(|r| r.memory.is_none()), "{snap:?}");
+    assert!(
+        snap.queues
+            .iter()
+            .all(|r| r.info.as_ref().unwrap().memory_usage == 0)
+    );
+    let (_, html) = get(&app, "/").await;
+    assert!(
+        html.contains(r#"<td class="num" title="Being estimated in the background; shown at the next refresh">…</td>"#),
+        "{html}"
+    );
+    let (_, metrics) = get(&app, "/metrics").await;
+    assert!(
+        !metrics.contains("asynq_queue_memory_usage_approx_bytes{"),
+        "{metrics}"
+    );
+
+    state.stats.settle().await;
+    assert_eq!(state.stats.memory_estimates(), 4);
+    let snap = state.stats.get(&w.inspector).await;
+    assert_eq!(state.stats.computations(), 1, "patched, not recomputed");
+    for row in &snap.queues {
+        let expected = w
+            .inspector
+            .queue_info(&row.name)
+            .await
+            .unwrap()
+            .memory_usage;
+        assert!(expected > 0);
+        assert_eq!(
+            row.memory,
+            Some(MemoryEstimate {
+                bytes: Ok(expected),
+                at: now()
+            }),
+            "{}",
+            row.name
+        );
+        assert_eq!(row.info.as_ref().unwrap().memory_usage, expected);
+    }
+    let plain = w.inspector.queue_memory_usage("plain").await.unwrap();
+    let (_, html) = get(&app, "/").await;
+    let cell = format!(
+        r#"<td class="num" title="Estimated by sampling at 2026-03-10 12:00:00 UTC; refreshed at most every 5 minutes">{}</td>"#,
+        asynqdeck::web::format::bytes(plain)
+    );
+    assert!(html.contains(&cell), "{cell} in {html}");
+    let (_, json) = get(&app, "/api/queues").await;
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["queues"][2]["queue"], "plain");
+    assert_eq!(json["queues"][2]["memory_usage_bytes"], plain);
+    let (_, metrics) = get(&app, "/metrics").await;
+    assert!(
+        metrics.contains(&format!(
+            "asynq_queue_memory_usage_approx_bytes{{queue=\"plain\"}} {plain}"
+        )),
+        "{metrics}"
+    );
+
+    // Within the refresh period a new snapshot starts no memory run.
+    state.stats.invalidate().await;
+    let _ = state.stats.get(&w.inspector).await;
+    state.stats.settle().await;
+    assert_eq!(state.stats.computations(), 2);
+    assert_eq!(state.stats.memory_estimates(), 4);
+    // A new queue is estimated at the next snapshot, the others are not.
+    enqueue(&w, "newer", EnqueueOptions::new()).await;
+    state.stats.invalidate().await;
+    let snap = state.stats.get(&w.inspector).await;
+    assert!(
+        snap.queues
+            .iter()
+            .find(|r| r.name == "newer")
+            .unwrap()
+            .memory
+            .is_none()
+    );
+    state.stats.settle().await;
+    assert_eq!(state.stats.memory_estimates(), 5);
+    let snap = state.stats.get(&w.inspector).await;
+    let newer = snap.queues.iter().find(|r| r.name == "newer").unwrap();
+    assert_eq!(
+        newer.memory.as_ref().unwrap().bytes,
+        Ok(w.inspector.queue_memory_usage("newer").await.unwrap())
+    );
+}
+
+/// A view in the slot after the snapshot's gets that snapshot at once (old
+/// numbers, no waiting) and starts one background refresh; the next view
+/// gets the refreshed numbers. A view after more than a slot without
+/// viewers computes inline, so nothing ran in between.
+#[tokio::test]
+async fn previous_slot_is_served_while_refreshing() {
+    let db = support::redis();
+    let w = setup(&db).await;
+    enqueue(&w, "q", EnqueueOptions::new()).await;
+    let cache = StatsCache::new(Duration::from_secs(60));
+
+    let snap = cache.get(&w.inspector).await;
+    assert_eq!((pending(&snap, "q"), cache.computations()), (1, 1));
+    enqueue(&w, "q", EnqueueOptions::new()).await;
+    let snap = cache.get(&w.inspector).await;
+    assert_eq!(
+        (pending(&snap, "q"), cache.computations()),
+        (1, 1),
+        "same slot"
+    );
+
+    w.clock.advance(Duration::from_secs(60));
+    let first = cache.get(&w.inspector).await;
+    let second = cache.get(&w.inspector).await;
+    assert_eq!(
+        pending(&first, "q"),
+        1,
+        "the previous slot's, without waiting"
+    );
+    assert_eq!(pending(&second, "q"), 1);
+    cache.settle().await;
+    assert_eq!(
+        cache.computations(),
+        2,
+        "one background refresh for both views"
+    );
+    let snap = cache.get(&w.inspector).await;
+    assert_eq!((pending(&snap, "q"), cache.computations()), (2, 2));
+
+    // Nobody views for two slots: nothing is computed; the next view
+    // computes inline (its snapshot would be too old to serve).
+    enqueue(&w, "q", EnqueueOptions::new()).await;
+    w.clock.advance(Duration::from_secs(120));
+    assert_eq!(cache.computations(), 2);
+    let snap = cache.get(&w.inspector).await;
+    assert_eq!((pending(&snap, "q"), cache.computations()), (3, 3));
+}
+
+/// After an action, `invalidate` makes the next view compute fresh numbers
+/// inline, even when a background refresh started before the action.
+#[tokio::test]
+async fn invalidate_gives_fresh_numbers() {
+    let db = support::redis();
+    let w = setup(&db).await;
+    enqueue(&w, "q", EnqueueOptions::new()).await;
+    let cache = StatsCache::new(Duration::from_secs(60));
+    assert_eq!(pending(&*cache.get(&w.inspector).await, "q"), 1);
+
+    // A view in the next slot starts a background refresh; then an action.
+    w.clock.advance(Duration::from_secs(60));
+    assert_eq!(pending(&*cache.get(&w.inspector).await, "q"), 1);
+    enqueue(&w, "q", EnqueueOptions::new()).await;
+    cache.invalidate().await;
+    assert_eq!(pending(&*cache.get(&w.inspector).await, "q"), 2, "fresh");
+    cache.settle().await;
+    assert_eq!(
+        pending(&*cache.get(&w.inspector).await, "q"),
+        2,
+        "still fresh"
+    );
+
+    // The queues page's pause action answers with the refreshed row.
+    let state = AppState::new(w.inspector.clone(), WebConfig::default());
+    let app = asynqdeck::web::router(state.clone());
+    let (_, html) = get(&app, "/").await;
+    assert!(
+        html.contains(r#"<span class="badge run">run</span>"#),
+        "{html}"
+    );
+    let res = app
+        .clone()
+        .oneshot(
+            Request::post("/queues/q/pause")
+                .header("hx-request", "true")
+                .header("x-csrf-token", state.csrf_token.as_ref())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    let html = String::from_utf8_lossy(&body);
+    assert!(
+        html.contains(r#"<span class="badge paused">paused</span>"#),
+        "{html}"
+    );
+}
+
+/// `MEMORY USAGE` refused (an ACL user without it, as on some managed
+/// Redis services) fails only the memory estimate: its cell says "n/a" with
+/// the reason, every count is shown, and the estimate is not retried before
+/// the refresh period.
+#[tokio::test]
+async fn refused_memory_usage_is_na_in_its_cell() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    seed_queues(&mut w).await;
+    let user = format!("no-memory-{}", db.db);
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&user)
+        .arg("on")
+        .arg(">secret")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .arg("-memory")
+        .query_async(&mut w.conn)
+        .await
+        .unwrap();
+    let url = format!("redis://{user}:secret@127.0.0.1:{}/{}", db.port, db.db);
+    let broker = Broker::connect(&url)
+        .await
+        .unwrap()
+        .with_clock(Arc::new(w.clock.clone()));
+    let inspector = Inspector::from_broker(broker);
+    let state = AppState::new(
+        inspector.clone(),
+        WebConfig {
+            poll_interval: Duration::from_secs(60),
+            ..WebConfig::default()
+        },
+    );
+    let app = asynqdeck::web::router(state.clone());
+    let _ = state.stats.get(&inspector).await;
+    state.stats.settle().await;
+    let snap = state.stats.get(&inspector).await;
+    let plain = snap.queues.iter().find(|r| r.name == "plain").unwrap();
+    assert_eq!(plain.info.as_ref().unwrap().pending, 4);
+    let err = plain.memory.as_ref().unwrap().bytes.as_ref().unwrap_err();
+    assert!(
+        err.contains("The user executing the script can't run this command"),
+        "{err}"
+    );
+    let (status, html) = get(&app, "/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains(&format!(
+            r#"<td class="num" title="Memory estimate failed at 2026-03-10 12:00:00 UTC: {}">n/a</td>"#,
+            err.replace('\'', "&#39;").replace('"', "&#34;")
+        )),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<a href="/queues/plain/pending">4</a>"#),
+        "{html}"
+    );
+    assert_eq!(state.stats.memory_estimates(), 4);
+    state.stats.invalidate().await;
+    let _ = state.stats.get(&inspector).await;
+    state.stats.settle().await;
+    assert_eq!(
+        state.stats.memory_estimates(),
+        4,
+        "not retried within the period"
+    );
+    let _: () = redis::cmd("ACL")
+        .arg("DELUSER")
+        .arg(&user)
+        .query_async(&mut w.conn)
+        .await
+        .unwrap();
+}
