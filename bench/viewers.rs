@@ -428,7 +428,8 @@ async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
         // The snapshot script asks EXISTS once per kind of key (7) per call
         // of up to 100 queues; nothing else `serve` runs calls EXISTS.
         let exists_per_snapshot = 7.0 * queues.div_ceil(100) as f64;
-        let snapshots = o.per_command.get("exists").copied().unwrap_or(0) as f64 / exists_per_snapshot;
+        let snapshots =
+            o.per_command.get("exists").copied().unwrap_or(0) as f64 / exists_per_snapshot;
         let runs = o.per_command.get("memory|usage").copied().unwrap_or(0) as f64
             / cal.memory_usage_calls.max(1) as f64;
         let mut top: Vec<(&String, &u64)> = o.per_command.iter().collect();
