@@ -238,3 +238,51 @@ async fn two_lease_calls_in_flight_keep_every_task_once_and_the_bound() {
         assert_eq!(leases, 0, "{q}");
     }
 }
+
+/// A queue whose pending key has the wrong type (every lease call on it
+/// fails) is left out of fetches for a while instead of stalling the
+/// server: the other queue's 500 tasks all run, and the broken key is left
+/// as it was (wire spec §7.2).
+#[tokio::test]
+async fn a_broken_queue_does_not_stall_the_others() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let mut conn = db.raw().await;
+    let broken = asynqdeck::broker::keys::pending_key("broken");
+    let _: () = redis::AsyncCommands::set(&mut conn, &broken, "not a list")
+        .await
+        .unwrap();
+    for i in 0..500 {
+        client
+            .enqueue(
+                &Task::new("t", vec![]),
+                EnqueueOptions::new().queue("fine").task_id(format!("f{i}")),
+            )
+            .await
+            .unwrap();
+    }
+    let mut mux = ServeMux::new();
+    mux.handle_fn("t", |_ctx: TaskContext, _t: Task| async { Ok(()) });
+    let config = Config {
+        concurrency: 10,
+        queues: [("broken".to_string(), 5), ("fine".to_string(), 1)].into(),
+        ..Config::default()
+    };
+    let server = Server::connect(&db.url(), config).await.unwrap();
+    let handle = server.shutdown_handle();
+    let run = tokio::spawn(server.run_until(mux, std::future::pending()));
+    let processed = support::eventually(Duration::from_secs(30), || {
+        let inspector = inspector.clone();
+        async move {
+            let q = inspector.queue_info("fine").await.ok()?;
+            (q.processed == 500).then_some(q.processed)
+        }
+    })
+    .await;
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+    assert_eq!(processed, Some(500));
+    let kept: String = redis::AsyncCommands::get(&mut conn, &broken).await.unwrap();
+    assert_eq!(kept, "not a list");
+}

@@ -357,6 +357,7 @@ impl Server {
                 syncer: sync_tx,
             }),
             queues: order,
+            failing: Default::default(),
             concurrency: c.concurrency.max(1),
             task_check_interval: c.task_check_interval,
         };

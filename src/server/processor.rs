@@ -167,6 +167,10 @@ pub(crate) struct Shared {
 pub(crate) struct Processor {
     pub shared: Arc<Shared>,
     pub queues: QueueOrder,
+    /// Queues whose last lease call failed (e.g. a key of the wrong type),
+    /// left out of fetches until the instant given: one broken queue must
+    /// not hold permits or flood the log while the others have work.
+    pub failing: std::sync::Mutex<HashMap<String, tokio::time::Instant>>,
     pub concurrency: usize,
     pub task_check_interval: Duration,
 }
@@ -280,6 +284,19 @@ impl Processor {
         finish(&self.shared, &mut acks).await;
     }
 
+    /// Whether `queue` is left out of fetches after a failed lease call.
+    fn is_failing(&self, queue: &str) -> bool {
+        let mut failing = self.failing.lock().expect("failing lock");
+        match failing.get(queue) {
+            Some(until) if *until > tokio::time::Instant::now() => true,
+            Some(_) => {
+                failing.remove(queue);
+                false
+            }
+            None => false,
+        }
+    }
+
     /// Leases one task per permit (see [`Processor::fetch`]) and hands the
     /// permits back with the tasks.
     async fn lease(
@@ -325,6 +342,9 @@ impl Processor {
             if out.len() >= max {
                 break;
             }
+            if self.is_failing(&queue) {
+                continue;
+            }
             let lease_until = self.shared.broker.now()
                 + chrono::Duration::from_std(LEASE_DURATION).expect("30 s");
             let finishing = by_queue.remove(&queue).unwrap_or_default();
@@ -361,9 +381,17 @@ impl Processor {
                     }
                 }
                 Err(err) => {
-                    tracing::warn!(queue, %err, "dequeue failed");
+                    tracing::warn!(
+                        queue,
+                        %err,
+                        "dequeue failed; trying the other queues, this one again in {:?}",
+                        self.task_check_interval
+                    );
                     to_syncer(&self.shared, finishing);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    self.failing.lock().expect("failing lock").insert(
+                        queue.clone(),
+                        tokio::time::Instant::now() + self.task_check_interval,
+                    );
                 }
             }
         }
