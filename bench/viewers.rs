@@ -32,7 +32,7 @@
 //!    (commands inside Lua scripts included), minus the INFO itself, scaled
 //!    to one minute, and the Redis CPU (used_cpu_user + used_cpu_sys) per
 //!    minute. "snapshots / min" counts the snapshot script's calls by its
-//!    `EXISTS` calls (seven per call; nothing else `serve` runs calls
+//!    `EXISTS` calls (six per call; nothing else `serve` runs calls
 //!    `EXISTS`); "memory runs / min" is the `MEMORY USAGE` calls per minute
 //!    over those of one run. The dashboard is stopped with SIGTERM.
 
@@ -425,9 +425,9 @@ async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
     ] {
         eprintln!("engine {engine}, {viewers} viewers, {span:?} ...");
         let o = scenario(&bin, &url, &mut conn, engine, viewers, span).await?;
-        // The snapshot script asks EXISTS once per kind of key (7) per call
+        // The snapshot script asks EXISTS once per kind of key (6) per call
         // of up to 100 queues; nothing else `serve` runs calls EXISTS.
-        let exists_per_snapshot = 7.0 * queues.div_ceil(100) as f64;
+        let exists_per_snapshot = 6.0 * queues.div_ceil(100) as f64;
         let snapshots =
             o.per_command.get("exists").copied().unwrap_or(0) as f64 / exists_per_snapshot;
         let runs = o.per_command.get("memory|usage").copied().unwrap_or(0) as f64

@@ -24,7 +24,7 @@
 -- as KEYS: passing 13 keys per queue cost Redis more than the counting
 -- itself. (asynqdeck refuses Redis Cluster, COMPATIBILITY.md A12.) All
 -- counters and paused flags are read with one MGET, and a kind of key that
--- no queue has (one EXISTS over all queues) is not read per queue.
+-- no queue has (one EXISTS per kind over all queues) is not read per queue.
 -- Returns: one entry per queue, in the order given:
 --   {0}                   the queue is not in asynq:queues (deleted since listed);
 --   {-1, message}         its counts could not be read: the Redis error text;
@@ -138,9 +138,9 @@ end
 -- Most queues are empty in most states (nothing active while idle, no
 -- groups, nothing completed without retention): one EXISTS per kind of key
 -- over every queue spares a call per queue when no queue has such a key.
+-- (Not for pending, which some queue nearly always has.)
 local absent = {}
-for _, name in ipairs({"pending", "active", "scheduled", "retry", "archived", "completed",
-    "groups"}) do
+for _, name in ipairs({"active", "scheduled", "retry", "archived", "completed", "groups"}) do
     local ks = {}
     for i = 1, nqueues do
         if qkeys[i] then
