@@ -453,11 +453,17 @@ struct Window {
 }
 
 /// Starts a measured window: `SLOWLOG RESET` (every command is logged, see
-/// [`run`]), `CONFIG RESETSTAT`, then the Redis CPU so far.
+/// [`run`]) and `CONFIG RESETSTAT` in one `MULTI`, then the Redis CPU so far.
 async fn begin(conn: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<Window> {
-    let _: () = redis::cmd("SLOWLOG").arg("RESET").query_async(conn).await?;
-    let _: () = redis::cmd("CONFIG")
+    // In one transaction, so no command falls between the two resets.
+    let _: () = redis::pipe()
+        .atomic()
+        .cmd("SLOWLOG")
+        .arg("RESET")
+        .ignore()
+        .cmd("CONFIG")
         .arg("RESETSTAT")
+        .ignore()
         .query_async(conn)
         .await?;
     Ok(Window {
@@ -492,7 +498,10 @@ async fn end(
                 Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).to_lowercase(),
                 _ => String::new(),
             };
-            if !matches!(name.as_str(), "slowlog" | "info" | "config") {
+            if !matches!(
+                name.as_str(),
+                "slowlog" | "info" | "config" | "multi" | "exec"
+            ) {
                 exec_us += us;
             }
         }
@@ -501,7 +510,10 @@ async fn end(
     work.exec_ms += exec_us as f64 / 1e3;
     work.n += 1.0;
     for (name, n) in calls {
-        if name == "info" || name.starts_with("config|") || name.starts_with("slowlog|") {
+        if matches!(name.as_str(), "info" | "multi" | "exec")
+            || name.starts_with("config|")
+            || name.starts_with("slowlog|")
+        {
             continue;
         }
         *work.per.entry(name).or_default() += n as f64;
@@ -517,9 +529,12 @@ async fn warm_work(
 ) -> anyhow::Result<Work> {
     let mut work = Work::default();
     for _ in 0..REDIS_SAMPLES {
-        // Well after the slot-start refresh, so none of it is measured.
+        // Well after the slot-start refresh, so none of it is measured; the
+        // priming view may find only the previous slot's snapshot and start
+        // a refresh, hence the pause before the window.
         next_second_at(Duration::from_millis(300)).await;
         serve.get(path).await?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let window = begin(conn).await?;
         serve.get(path).await?;
         end(conn, window, &mut work).await?;
