@@ -367,6 +367,48 @@ async fn counters_wrap_at_max_int64() {
         .unwrap();
     let f: i64 = conn.get(keys::failed_total_key("default")).await.unwrap();
     assert_eq!((p, f), (1, 1));
+
+    // A batch counts as that many single Dones, also next to MaxInt64
+    // where Go's Lua compares doubles: from MaxInt64 - 2 (equal to
+    // MaxInt64 as a double) the first Done already wraps, so five give 5.
+    let client_ref = &client;
+    let finish = |q: String, n: usize, one_by_one: bool| {
+        let broker = broker.clone();
+        async move {
+            let msgs = lease_batch(&broker, client_ref, &q, n).await;
+            if one_by_one {
+                for m in &msgs {
+                    broker.done(&q, &[m]).await.unwrap();
+                }
+            } else {
+                let refs: Vec<_> = msgs.iter().collect();
+                broker.done(&q, &refs).await.unwrap();
+            }
+        }
+    };
+    for (i, start, end) in [
+        (0, i64::MAX - 2, Some(5)),
+        (1, i64::MAX - 5, None),
+        (2, i64::MAX - 600, None),
+        (3, i64::MAX - 5000, Some(i64::MAX - 4995)),
+        (4, i64::MAX, Some(5)),
+    ] {
+        let mut got = Vec::new();
+        for one_by_one in [false, true] {
+            let q = format!("wrap-{i}-{one_by_one}");
+            let _: () = conn
+                .set(keys::processed_total_key(&q), start)
+                .await
+                .unwrap();
+            finish(q.clone(), 5, one_by_one).await;
+            let p: i64 = conn.get(keys::processed_total_key(&q)).await.unwrap();
+            got.push(p);
+        }
+        assert_eq!(got[0], got[1], "from {start}: batch vs one by one");
+        if let Some(end) = end {
+            assert_eq!(got[0], end, "from {start}");
+        }
+    }
 }
 
 /// S12: the forwarder moves due retry and scheduled tasks to pending with
@@ -893,11 +935,11 @@ async fn finish_scenario(
     leased.into_iter().map(|w| w.msg).collect()
 }
 
-/// Both ways lib/finish_tasks finishes a batch — the small-list rewrite
-/// (active and lease read whole) and the per-task LREM/ZREM/DEL path used
-/// when active or lease is long — give every outcome Go's Done would (wire spec
-/// §6.6): codes, what stays in active (order kept) and lease, hashes,
-/// locks released only when held, counters for finished tasks only.
+/// The per-task LREM/ZREM/DEL path of lib/finish_tasks (taken whenever
+/// active or lease hold anything besides the batch) gives every outcome Go's
+/// Done would (wire spec §6.6): codes, what stays in active (order kept) and
+/// lease, hashes, locks released only when held, counters for finished
+/// tasks only — with short and long lists.
 #[tokio::test]
 async fn done_outcomes_agree_on_both_finishing_paths() {
     let (_db, broker, client, mut conn) = setup().await;
@@ -955,4 +997,181 @@ async fn done_outcomes_agree_on_both_finishing_paths() {
         let total: i64 = conn.get(keys::processed_total_key(q)).await.unwrap();
         assert_eq!((daily, total), (3, 3), "queue {q}");
     }
+}
+
+/// Leases `n` tasks of `q` (ids w0.., the first two unique) so that active
+/// and lease hold exactly them.
+async fn lease_batch(
+    broker: &Broker,
+    client: &Client,
+    q: &str,
+    n: usize,
+) -> Vec<asynqdeck::broker::proto::TaskMessage> {
+    for i in 0..n {
+        let mut opts = EnqueueOptions::new().queue(q).task_id(format!("w{i}"));
+        if i < 2 {
+            opts = opts.unique(Duration::from_secs(600));
+        }
+        client
+            .enqueue(&Task::new("t", vec![b'p'; i]), opts)
+            .await
+            .unwrap();
+    }
+    let leased = broker.dequeue(q, n, lease_until()).await.unwrap();
+    assert_eq!(leased.len(), n);
+    leased.into_iter().map(|r| r.unwrap().msg).collect()
+}
+
+/// The whole-batch path of lib/finish_tasks (active and lease hold exactly
+/// the finishing tasks: one server with its whole batch done) ends exactly
+/// as Go's Done one task at a time (wire spec §6.6): both keys gone, every
+/// hash gone, locks released only when still held, counters +n. A missing
+/// hash is found and reported (NoHash, not counted, lock kept); and active
+/// or lease of the right sizes but other members fall back to the per-task
+/// path with Go's outcomes.
+#[tokio::test]
+async fn done_of_a_whole_batch_ends_as_go_done_one_by_one() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let count = |conn: &mut redis::aio::MultiplexedConnection, q: &'static str| {
+        let mut conn = conn.clone();
+        async move {
+            let daily: Option<i64> = conn.get(keys::processed_key(q, today())).await.unwrap();
+            let total: Option<i64> = conn.get(keys::processed_total_key(q)).await.unwrap();
+            let ttl: i64 = conn.ttl(keys::processed_key(q, today())).await.unwrap();
+            (daily, total, ttl > 0)
+        }
+    };
+
+    // All finished: nothing of them is left but the counters, and no
+    // per-task LREM was needed.
+    let msgs = lease_batch(&broker, &client, "all", 6).await;
+    let _: () = conn.set(&msgs[1].unique_key, "other").await.unwrap();
+    let refs: Vec<_> = msgs.iter().collect();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        broker.done("all", &refs).await.unwrap(),
+        vec![DoneOutcome::Done; 6]
+    );
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(
+        !stats.contains("cmdstat_lrem:"),
+        "whole-batch path taken: {stats}"
+    );
+    let keys_left: Vec<String> = conn.keys("asynq:{all}:*").await.unwrap();
+    let mut keys_left: Vec<_> = keys_left
+        .into_iter()
+        .filter(|k| !k.contains(":processed"))
+        .collect();
+    keys_left.sort();
+    assert_eq!(
+        keys_left,
+        vec![msgs[1].unique_key.clone()],
+        "only the lock held by another"
+    );
+    let lock0: Option<String> = conn.get(&msgs[0].unique_key).await.unwrap();
+    assert_eq!(lock0, None);
+    assert_eq!(count(&mut conn, "all").await, (Some(6), Some(6), true));
+
+    // One hash gone (w3): NoHash for it, its lock-free siblings done.
+    let msgs = lease_batch(&broker, &client, "nohash", 5).await;
+    let _: () = conn.del(keys::task_key("nohash", "w0")).await.unwrap();
+    let refs: Vec<_> = msgs.iter().collect();
+    let outcomes = broker.done("nohash", &refs).await.unwrap();
+    let expected: Vec<_> = msgs
+        .iter()
+        .map(|m| {
+            if m.id == "w0" {
+                DoneOutcome::NoHash
+            } else {
+                DoneOutcome::Done
+            }
+        })
+        .collect();
+    assert_eq!(outcomes, expected);
+    let w0_lock: Option<String> = conn
+        .get(&msgs.iter().find(|m| m.id == "w0").unwrap().unique_key)
+        .await
+        .unwrap();
+    assert_eq!(
+        w0_lock.as_deref(),
+        Some("w0"),
+        "a task stopped at DEL keeps its lock"
+    );
+    let w1_lock: Option<String> = conn
+        .get(&msgs.iter().find(|m| m.id == "w1").unwrap().unique_key)
+        .await
+        .unwrap();
+    assert_eq!(w1_lock, None);
+    let active: i64 = conn.llen(keys::active_key("nohash")).await.unwrap();
+    let lease: i64 = conn.zcard(keys::lease_key("nohash")).await.unwrap();
+    assert_eq!((active, lease), (0, 0));
+    assert_eq!(count(&mut conn, "nohash").await, (Some(4), Some(4), true));
+
+    // Active of the right length but w3 twice and w4 missing: Go's LREM -1
+    // takes one w3 (the one nearest the tail); w4 is NotActive and keeps
+    // its lease and hash.
+    let msgs = lease_batch(&broker, &client, "dup", 5).await;
+    let _: () = conn.lrem(keys::active_key("dup"), 0, "w4").await.unwrap();
+    let _: () = conn.lpush(keys::active_key("dup"), "w3").await.unwrap();
+    let refs: Vec<_> = msgs.iter().collect();
+    let outcomes = broker.done("dup", &refs).await.unwrap();
+    let expected: Vec<_> = msgs
+        .iter()
+        .map(|m| {
+            if m.id == "w4" {
+                DoneOutcome::NotActive
+            } else {
+                DoneOutcome::Done
+            }
+        })
+        .collect();
+    assert_eq!(outcomes, expected);
+    let active: Vec<String> = conn.lrange(keys::active_key("dup"), 0, -1).await.unwrap();
+    let lease: Vec<String> = conn.zrange(keys::lease_key("dup"), 0, -1).await.unwrap();
+    assert_eq!(
+        (active, lease),
+        (vec!["w3".to_string()], vec!["w4".to_string()])
+    );
+    let w4: bool = conn.exists(keys::task_key("dup", "w4")).await.unwrap();
+    assert!(w4);
+    assert_eq!(count(&mut conn, "dup").await, (Some(4), Some(4), true));
+
+    // Lease of the right size but w2's lease replaced by a stranger's:
+    // NoLease for w2 (hash kept), the stranger's lease stays.
+    let msgs = lease_batch(&broker, &client, "stranger", 4).await;
+    let _: () = conn.zrem(keys::lease_key("stranger"), "w2").await.unwrap();
+    let _: () = conn
+        .zadd(keys::lease_key("stranger"), "zz", lease_until().timestamp())
+        .await
+        .unwrap();
+    let refs: Vec<_> = msgs.iter().collect();
+    let outcomes = broker.done("stranger", &refs).await.unwrap();
+    let expected: Vec<_> = msgs
+        .iter()
+        .map(|m| {
+            if m.id == "w2" {
+                DoneOutcome::NoLease
+            } else {
+                DoneOutcome::Done
+            }
+        })
+        .collect();
+    assert_eq!(outcomes, expected);
+    let active: i64 = conn.llen(keys::active_key("stranger")).await.unwrap();
+    let lease: Vec<String> = conn
+        .zrange(keys::lease_key("stranger"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!((active, lease), (0, vec!["zz".to_string()]));
+    let w2: bool = conn.exists(keys::task_key("stranger", "w2")).await.unwrap();
+    assert!(w2);
+    assert_eq!(count(&mut conn, "stranger").await, (Some(3), Some(3), true));
 }

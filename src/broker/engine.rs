@@ -34,18 +34,39 @@ pub type Leased = Vec<std::result::Result<WireTask, (String, Error)>>;
 /// in order, and the newly leased tasks.
 pub type DoneAndDequeued = (Vec<DoneOutcome>, Leased);
 
-/// Decodes a flat `id, msg, id, msg, ...` lease reply.
-fn decode_leased(queue: &str, reply: Vec<Vec<u8>>) -> Leased {
-    let mut out = Vec::with_capacity(reply.len() / 2);
-    for pair in reply.chunks_exact(2) {
-        let id = String::from_utf8_lossy(&pair[0]).into_owned();
-        out.push(decode_task(&keys::task_key(queue, &id), &pair[1]).map_err(|e| (id, e)));
+/// A lease reply as Redis sends it: ids, and each id's msg (nil when none).
+type LeaseReply = (Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
+/// A done_and_dequeue reply: the done reply (1 or codes), ids, msgs.
+type DoneAndLeaseReply = (redis::Value, Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
+
+/// Decodes a lease reply `{ids, msgs}` (see `lib/lease_tasks.lua`): ids
+/// leftmost first, taken from the last; an id whose msg is nil was not leased.
+fn decode_leased(queue: &str, ids: Vec<Vec<u8>>, msgs: Vec<Option<Vec<u8>>>) -> Result<Leased> {
+    if ids.len() != msgs.len() {
+        return Err(Error::Internal(format!(
+            "lease script replied {} ids and {} msgs",
+            ids.len(),
+            msgs.len()
+        )));
     }
-    out
+    let mut out = Vec::with_capacity(ids.len());
+    for (id, msg) in ids.into_iter().zip(msgs).rev() {
+        if let Some(msg) = msg {
+            let id = String::from_utf8_lossy(&id).into_owned();
+            out.push(decode_task(&keys::task_key(queue, &id), &msg).map_err(|e| (id, e)));
+        }
+    }
+    Ok(out)
 }
 
-/// Maps done codes (see `lib/finish_tasks.lua`) to outcomes; exactly one per task.
-fn done_outcomes(codes: Vec<i64>, tasks: usize) -> Result<Vec<DoneOutcome>> {
+/// Maps a done reply (see `lib/finish_tasks.lua`: 1 when all finished, else
+/// one code per task) to outcomes; exactly one per task.
+fn done_outcomes(reply: redis::Value, tasks: usize) -> Result<Vec<DoneOutcome>> {
+    let codes: Vec<i64> = match reply {
+        redis::Value::Int(1) => return Ok(vec![DoneOutcome::Done; tasks]),
+        other => redis::from_redis_value(other)
+            .map_err(|e| Error::Internal(format!("done script reply: {e}")))?,
+    };
     if codes.len() != tasks {
         return Err(Error::Internal(format!(
             "done script replied {} codes for {tasks} tasks",
@@ -62,6 +83,28 @@ fn done_outcomes(codes: Vec<i64>, tasks: usize) -> Result<Vec<DoneOutcome>> {
             other => Err(Error::Internal(format!("done script replied {other}"))),
         })
         .collect()
+}
+
+/// Appends the finishing part of a done call's arguments (see
+/// `lib/finish_tasks.lua`): n, the ids, then (position, lock) for the tasks
+/// holding a unique lock.
+fn finish_args(inv: &mut redis::ScriptInvocation<'_>, tasks: &[&TaskMessage]) {
+    inv.arg(tasks.len());
+    for t in tasks {
+        inv.arg(&t.id);
+    }
+    for (k, t) in tasks.iter().enumerate() {
+        if !t.unique_key.is_empty() {
+            inv.arg(k + 1).arg(&t.unique_key);
+        }
+    }
+}
+
+/// Appends a lease call's `max, "-max", "-(max+1)"` (see `lib/lease_tasks.lua`).
+fn lease_args(inv: &mut redis::ScriptInvocation<'_>, max: usize) {
+    inv.arg(max)
+        .arg(format!("-{max}"))
+        .arg(format!("-{}", max + 1));
 }
 
 /// Outcome of finishing one task in a batched [`Broker::done`].
@@ -94,17 +137,16 @@ impl Broker {
         max: usize,
         lease_until: DateTime<Utc>,
     ) -> Result<Leased> {
-        let reply: Vec<Vec<u8>> = scripts::DEQUEUE
-            .key(keys::pending_key(queue))
+        let mut inv = scripts::DEQUEUE.prepare_invoke();
+        inv.key(keys::pending_key(queue))
             .key(keys::paused_key(queue))
             .key(keys::active_key(queue))
             .key(keys::lease_key(queue))
             .arg(lease_until.timestamp())
-            .arg(keys::task_key_prefix(queue))
-            .arg(max.max(1))
-            .invoke_async(&mut self.conn())
-            .await?;
-        Ok(decode_leased(queue, reply))
+            .arg(keys::task_key_prefix(queue));
+        lease_args(&mut inv, max.max(1));
+        let (ids, msgs): LeaseReply = inv.invoke_async(&mut self.conn()).await?;
+        decode_leased(queue, ids, msgs)
     }
 
     /// Finishes successful tasks of one queue (no retention): removes each
@@ -125,11 +167,9 @@ impl Broker {
             .arg(self.stats_expiry(now))
             .arg(MAX_I64)
             .arg(keys::task_key_prefix(queue));
-        for t in tasks {
-            inv.arg(&t.id).arg(&t.unique_key);
-        }
-        let codes: Vec<i64> = inv.invoke_async(&mut self.conn()).await?;
-        done_outcomes(codes, tasks.len())
+        finish_args(&mut inv, tasks);
+        let reply: redis::Value = inv.invoke_async(&mut self.conn()).await?;
+        done_outcomes(reply, tasks.len())
     }
 
     /// [`Broker::done`] for `tasks`, then [`Broker::dequeue`] of up to `max`
@@ -158,15 +198,13 @@ impl Broker {
             .arg(self.stats_expiry(now))
             .arg(MAX_I64)
             .arg(keys::task_key_prefix(queue))
-            .arg(lease_until.timestamp())
-            .arg(max);
-        for t in tasks {
-            inv.arg(&t.id).arg(&t.unique_key);
-        }
-        let (codes, leased): (Vec<i64>, Vec<Vec<u8>>) = inv.invoke_async(&mut self.conn()).await?;
+            .arg(lease_until.timestamp());
+        lease_args(&mut inv, max);
+        finish_args(&mut inv, tasks);
+        let (codes, ids, msgs): DoneAndLeaseReply = inv.invoke_async(&mut self.conn()).await?;
         Ok((
             done_outcomes(codes, tasks.len())?,
-            decode_leased(queue, leased),
+            decode_leased(queue, ids, msgs)?,
         ))
     }
 

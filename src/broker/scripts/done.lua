@@ -8,8 +8,9 @@
 -- ARGV[1] daily counter expiry, unix s
 -- ARGV[2] MaxInt64 (9223372036854775807)
 -- ARGV[3] task key prefix asynq:{<q>}:t:
--- ARGV[4], ARGV[5], ... pairs: task id, its unique lock key ("" when none)
--- Returns: one code per task, in order: 1 done; 0 not in active; -1 no
--- lease; -2 no task hash (see lib/finish_tasks).
+-- ARGV[4] n, then the n task ids, then (position, unique lock key) pairs
+-- for the tasks that hold a lock (see lib/finish_tasks)
+-- Returns: 1 when every task was finished, else one code per task, in
+-- order: 1 done; 0 not in active; -1 no lease; -2 no task hash.
 -- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w11
 return finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 4)

@@ -12,15 +12,16 @@
 -- ARGV[2] MaxInt64 (9223372036854775807)
 -- ARGV[3] task key prefix asynq:{<q>}:t:
 -- ARGV[4] lease expiry of the leased tasks, unix s
--- ARGV[5] most tasks to lease (>= 0)
--- ARGV[6], ARGV[7], ... pairs to finish: task id, its unique lock key ("" when none)
--- Returns: a two-element array: [1] one done code per finished pair, as
--- done.lua; [2] the leased tasks, flat id1, msg1, ... as dequeue.lua. The
--- finishing happens first, exactly as a done call followed by a dequeue call.
+-- ARGV[5] N, most tasks to lease (>= 0); ARGV[6] "-N"; ARGV[7] "-(N+1)"
+-- ARGV[8] n, then the n ids to finish and their lock pairs, as done.lua's
+-- ARGV[4] onwards
+-- Returns: {codes, ids, msgs}: codes as done.lua replies (1 or one code
+-- per task), ids and msgs as dequeue.lua. The finishing happens first,
+-- exactly as a done call followed by a dequeue call.
 -- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2, COMPATIBILITY.md#w11
-local codes = finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 6)
-local leased = {}
-if tonumber(ARGV[5]) > 0 then
-    leased = lease_tasks(KEYS[5], KEYS[6], KEYS[1], KEYS[2], ARGV[4], ARGV[3], tonumber(ARGV[5]))
+local codes = finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 8)
+if ARGV[5] == "0" then
+    return {codes, {}, {}}
 end
-return {codes, leased}
+local ids, msgs = lease_tasks(KEYS[5], KEYS[6], KEYS[1], KEYS[2], ARGV[4], ARGV[3], ARGV[5], ARGV[6], ARGV[7])
+return {codes, ids, msgs}

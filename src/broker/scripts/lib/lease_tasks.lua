@@ -1,58 +1,66 @@
 -- lib/lease_tasks: leasing pending tasks, shared by dequeue and
 -- done_and_dequeue; prepended by scripts.rs (Lua has no includes).
--- lease_tasks(pending, paused, active, lease, expiry_s, prefix, max):
+-- lease_tasks(pending, paused, active, lease, expiry_s, prefix, max, neg_max, neg_max1):
 --   pending   asynq:{<q>}:pending list (workers take from the right)
 --   paused    asynq:{<q>}:paused, exists while the queue is paused
 --   active    asynq:{<q>}:active list
 --   lease     asynq:{<q>}:lease zset, id -> lease expiry (unix s)
 --   expiry_s  lease expiry, unix s
 --   prefix    task key prefix asynq:{<q>}:t:
---   max       most tasks to take
--- Returns: flat array id1, msg1, id2, msg2, ... in the order a sequence of
--- single dequeues would take them (empty when paused or nothing pending).
--- Each leased task ends as Go's single dequeue leaves it: in active (the
--- list in the same order repeated RPOPLPUSH would give), state active,
--- pending_since removed, lease set. The list and zset moves are done per
--- chunk of at most 100 ids (LRANGE + LTRIM + one LPUSH + one ZADD) rather
--- than per task. An id whose hash has no msg leaves pending and is not put
--- in active or leased (COMPATIBILITY.md#w2).
-local function lease_tasks(pending, paused, active, lease, expiry_s, prefix, max)
-    local out = {}
+--   max       most tasks to take (>= 1), as text, with its negation
+--             (neg_max, "-<max>") and one less than that (neg_max1,
+--             "-<max + 1>"): list indexes passed as text spare Redis a
+--             number conversion per call
+-- Returns two arrays, ids and msgs: ids are the rightmost pending ids taken,
+-- leftmost first (so the LAST is the first a sequence of single dequeues
+-- would take), msgs[k] is ids[k]'s msg, or false when its hash has no msg.
+-- Both are empty when paused or nothing is pending. Each leased task ends
+-- as Go's single dequeue leaves it: in active (the list in the same order
+-- repeated RPOPLPUSH would give), state active, pending_since removed,
+-- lease set. The list and zset moves are grouped (LRANGE + LTRIM, then one
+-- LPUSH and one ZADD per chunk) rather than made per task. An id whose hash
+-- has no msg leaves pending and is not put in active or leased
+-- (COMPATIBILITY.md#w2).
+local function lease_tasks(pending, paused, active, lease, expiry_s, prefix, max, neg_max, neg_max1)
     if redis.call("EXISTS", paused) == 1 then
-        return out
+        return {}, {}
     end
-    local left = max
-    while left > 0 do
-        local n = math.min(left, 100)
-        -- The rightmost n ids, leftmost first: the last one is taken first.
-        local ids = redis.call("LRANGE", pending, -n, -1)
-        if #ids == 0 then
-            break
-        end
-        redis.call("LTRIM", pending, 0, -#ids - 1)
-        local pushed, scored = {}, {}
-        for i = #ids, 1, -1 do
-            local id = ids[i]
-            local key = prefix .. id
-            local msg = redis.call("HGET", key, "msg")
-            if msg then
-                redis.call("HSET", key, "state", "active")
-                redis.call("HDEL", key, "pending_since")
-                pushed[#pushed + 1] = id
-                scored[#scored + 1] = expiry_s
-                scored[#scored + 1] = id
-                out[#out + 1] = id
-                out[#out + 1] = msg
-            end
-        end
-        if #pushed > 0 then
-            redis.call("LPUSH", active, unpack(pushed))
-            redis.call("ZADD", lease, unpack(scored))
-        end
-        left = left - #ids
-        if #ids < n then
-            break
+    local ids = redis.call("LRANGE", pending, neg_max, "-1")
+    local n = #ids
+    if n == 0 then
+        return ids, {}
+    end
+    if n < tonumber(max) then
+        -- That was all of it.
+        redis.call("DEL", pending)
+    else
+        redis.call("LTRIM", pending, "0", neg_max1)
+    end
+    -- Tables sized once ({unpack(ids)}): growing a Lua table costs Redis
+    -- more than filling it.
+    local msgs, pushed, scored = {unpack(ids)}, {unpack(ids)}, {unpack(ids)}
+    local taken = 0
+    for k = n, 1, -1 do
+        local id = ids[k]
+        local key = prefix .. id
+        local msg = redis.call("HGET", key, "msg")
+        msgs[k] = msg
+        if msg then
+            redis.call("HSET", key, "state", "active")
+            redis.call("HDEL", key, "pending_since")
+            taken = taken + 1
+            pushed[taken] = id
+            scored[2 * taken - 1] = expiry_s
+            scored[2 * taken] = id
         end
     end
-    return out
+    -- LPUSH of the taken ids in taking order leaves the first taken deepest,
+    -- as RPOPLPUSH one at a time would.
+    for j = 1, taken, 100 do
+        redis.call("LPUSH", active, unpack(pushed, j, math.min(j + 99, taken)))
+    end
+    for j = 1, 2 * taken, 200 do
+        redis.call("ZADD", lease, unpack(scored, j, math.min(j + 199, 2 * taken)))
+    end
+    return ids, msgs
 end
