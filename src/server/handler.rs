@@ -286,6 +286,13 @@ impl ResultWriter {
 /// the failure path (wire spec §7.4) — see the markers in
 /// [`task_error`](super::task_error). A panic inside the returned future is
 /// caught by the worker and becomes a [`PanicError`](super::PanicError).
+///
+/// Each task runs concurrently with the others, like Go's goroutine per
+/// task, but not always in a spawned task of its own: the server polls a new
+/// task's future once itself and spawns it only if it is still pending, which
+/// spares a thread wake-up per quick task. A task type whose code before its
+/// first `.await` once took over 1 ms is always spawned from then on. As in
+/// any async code, long computations belong in `spawn_blocking`.
 pub trait Handler: Send + Sync + 'static {
     /// Processes one task. The future must be `'static`: clone what it needs
     /// from `self` before the `async move` block.

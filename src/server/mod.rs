@@ -49,6 +49,7 @@ pub mod healthcheck;
 pub mod heartbeat;
 #[doc(hidden)]
 pub mod inflight;
+mod inline_start;
 #[doc(hidden)]
 pub mod janitor;
 #[doc(hidden)]
@@ -360,6 +361,7 @@ impl Server {
             failing: Default::default(),
             concurrency: c.concurrency.max(1),
             task_check_interval: c.task_check_interval,
+            inline: Default::default(),
         };
         let fetch_stop = CancellationToken::new();
         let processor_task = tokio::spawn(processor.run(

@@ -3,7 +3,9 @@
 //!
 //! Shape: one fetch loop holds a semaphore of `concurrency` permits. When
 //! permits are free it leases up to that many tasks in one script call per
-//! queue (in weighted-random or strict order), spawns one worker per task,
+//! queue (in weighted-random or strict order), starts one worker per task
+//! (polled once in place and spawned only when still pending,
+//! [`inline_start`](super::inline_start)),
 //! and when every queue is empty waits for the idle waker or
 //! `task_check_interval` before looking again. Leasing never runs ahead of
 //! a free permit (as Go: active tasks are running tasks). Before it leases,
@@ -40,6 +42,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::inflight::{CancelReason, InFlight, Running};
+use super::inline_start::{self, InlineStart};
 use super::lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
 use super::syncer::SyncRequest;
 use super::{ErrorHandler, Handler, IsFailureFunc, RetryDelayFunc, TaskContext, TaskError};
@@ -173,6 +176,8 @@ pub(crate) struct Processor {
     pub failing: std::sync::Mutex<HashMap<String, tokio::time::Instant>>,
     pub concurrency: usize,
     pub task_check_interval: Duration,
+    /// Starts quick workers without a spawn.
+    pub inline: InlineStart,
 }
 
 impl Processor {
@@ -317,16 +322,19 @@ impl Processor {
         mut permits: OwnedSemaphorePermit,
         ack_tx: &mpsc::UnboundedSender<Ack>,
     ) {
+        let mut budget = inline_start::BATCH_BUDGET;
         for (task, lease_until) in leased {
             let permit = permits
                 .split(1)
                 .unwrap_or_else(|| unreachable!("one permit per leased task"));
             let shared = self.shared.clone();
             let ack = ack_tx.clone();
-            workers.spawn(async move {
+            let task_type = task.msg.r#type.clone();
+            let worker = Box::pin(async move {
                 run_task(shared, task, lease_until, ack).await;
                 drop(permit);
             });
+            self.inline.start(workers, &task_type, worker, &mut budget);
         }
         while workers.try_join_next().is_some() {}
     }
