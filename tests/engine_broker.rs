@@ -1175,3 +1175,49 @@ async fn done_of_a_whole_batch_ends_as_go_done_one_by_one() {
     assert!(w2);
     assert_eq!(count(&mut conn, "stranger").await, (Some(3), Some(3), true));
 }
+
+/// One lease call takes at most LEASE_BATCH_MAX tasks, and a larger ask
+/// loses none: the rest stay pending in order (Lua's unpack limit would
+/// otherwise fail the script after it emptied pending).
+#[tokio::test]
+async fn a_lease_call_takes_at_most_its_cap_and_loses_nothing() {
+    use asynqdeck::broker::LEASE_BATCH_MAX;
+    let (_db, broker, client, mut conn) = setup().await;
+    let n = LEASE_BATCH_MAX * 2 + 500;
+    for i in 0..n {
+        client
+            .enqueue(
+                &Task::new("t", Vec::new()),
+                EnqueueOptions::new().task_id(format!("id{i:05}")),
+            )
+            .await
+            .unwrap();
+    }
+    let first = broker.dequeue("default", n, lease_until()).await.unwrap();
+    assert_eq!(first.len(), LEASE_BATCH_MAX);
+    assert_eq!(first[0].as_ref().unwrap().msg.id, "id00000", "oldest first");
+    let msgs: Vec<_> = first
+        .iter()
+        .map(|r| r.as_ref().unwrap().msg.clone())
+        .collect();
+    let refs: Vec<_> = msgs.iter().collect();
+    let (outcomes, second) = broker
+        .done_and_dequeue("default", &refs, n, lease_until())
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![DoneOutcome::Done; LEASE_BATCH_MAX]);
+    assert_eq!(second.len(), LEASE_BATCH_MAX);
+    assert_eq!(
+        second[0].as_ref().unwrap().msg.id,
+        format!("id{:05}", LEASE_BATCH_MAX)
+    );
+    let pending: i64 = conn.llen(keys::pending_key("default")).await.unwrap();
+    let active: i64 = conn.llen(keys::active_key("default")).await.unwrap();
+    let lease: i64 = conn.zcard(keys::lease_key("default")).await.unwrap();
+    assert_eq!((pending, active, lease), (500, 1000, 1000));
+    let processed: i64 = conn
+        .get(keys::processed_total_key("default"))
+        .await
+        .unwrap();
+    assert_eq!(processed, 1000);
+}

@@ -100,8 +100,13 @@ fn finish_args(inv: &mut redis::ScriptInvocation<'_>, tasks: &[&TaskMessage]) {
     }
 }
 
-/// Appends a lease call's `max, "-max", "-(max+1)"` (see `lib/lease_tasks.lua`).
+/// Most tasks one dequeue call leases (`LEASE_MAX` of `lib/lease_tasks.lua`).
+pub const LEASE_BATCH_MAX: usize = 1000;
+
+/// Appends a lease call's `max, "-max", "-(max+1)"` (see `lib/lease_tasks.lua`),
+/// `max` capped at [`LEASE_BATCH_MAX`].
 fn lease_args(inv: &mut redis::ScriptInvocation<'_>, max: usize) {
+    let max = max.min(LEASE_BATCH_MAX);
     inv.arg(max)
         .arg(format!("-{max}"))
         .arg(format!("-{}", max + 1));
@@ -125,8 +130,8 @@ impl Broker {
         now.timestamp() + STATS_TTL.as_secs() as i64
     }
 
-    /// Leases up to `max` pending tasks of `queue` until `lease_until`
-    /// (whole unix s on the wire). Returns nothing when the queue is paused
+    /// Leases up to `max` (at most [`LEASE_BATCH_MAX`] per call) pending
+    /// tasks of `queue` until `lease_until` (whole unix s on the wire). Returns nothing when the queue is paused
     /// or empty. A task whose msg does not decode is returned as an error
     /// entry with its id (the caller moves it aside with
     /// [`Broker::archive_undecodable`]).

@@ -34,7 +34,8 @@ mod waiter;
 
 pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
 pub use engine::{
-    DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_DURATION, Leased, RECOVER_BATCH, STATS_TTL,
+    DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_BATCH_MAX, LEASE_DURATION, Leased,
+    RECOVER_BATCH, STATS_TTL,
 };
 pub use enqueue::EnqueueTarget;
 pub(crate) use queues::QueueStats;

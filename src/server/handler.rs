@@ -288,11 +288,14 @@ impl ResultWriter {
 /// caught by the worker and becomes a [`PanicError`](super::PanicError).
 ///
 /// Each task runs concurrently with the others, like Go's goroutine per
-/// task, but not always in a spawned task of its own: the server polls a new
-/// task's future once itself and spawns it only if it is still pending, which
-/// spares a thread wake-up per quick task. A task type whose code before its
-/// first `.await` once took over 1 ms is always spawned from then on. As in
-/// any async code, long computations belong in `spawn_blocking`.
+/// task. A task's future is spawned on the runtime, except for task types
+/// whose first polls were seen to be quick (under 100 µs, 64 times in a row):
+/// the server polls those once itself and spawns them only if still
+/// pending, which spares a thread wake-up per quick task. A type whose first
+/// poll ever took over 1 ms is always spawned. As in any async code, long
+/// computations and blocking calls belong in `spawn_blocking`; a quick
+/// type that starts blocking its thread on another task of the same server
+/// could hold up the server's fetch loop.
 pub trait Handler: Send + Sync + 'static {
     /// Processes one task. The future must be `'static`: clone what it needs
     /// from `self` before the `async move` block.

@@ -1,26 +1,36 @@
-//! Starting a worker without a spawn when its handler is quick.
+//! Starting a worker without a spawn when its task type is known to be quick.
 //!
 //! A spawned task per worker makes the runtime wake another thread for each
-//! batch, and those threads park again as soon as the (short) handlers end:
-//! at concurrency 10 about 20 context switches per batch of 10 no-op tasks
-//! on a multi-thread runtime, more CPU than the work (BENCHMARKS.md). So the
-//! fetch loop polls each new worker once itself: a worker that finishes in
-//! that poll needs no task at all; one that waits is spawned and goes on
-//! like any other (its next poll comes from the spawn, so no wake-up is
-//! lost). Handlers that compute before their first `.await` must not hold
-//! up the fetch loop, so a task type whose first poll ever took longer than
-//! [`SLOW_FIRST_POLL`] is always spawned afterwards, and the inline polls of
-//! one batch stop once they used [`BATCH_BUDGET`].
+//! batch, and those threads park again as soon as short handlers end: at
+//! concurrency 10 about 20 context switches per batch of 10 no-op tasks on
+//! a multi-thread runtime, more CPU than the work (BENCHMARKS.md). So for a
+//! task type seen to be quick the fetch loop polls a new worker once itself:
+//! one that finishes in that poll needs no task at all; one that waits is
+//! spawned and goes on like any other (the spawn polls it again, so no
+//! wake-up is lost).
+//!
+//! Only learned-quick types: a handler may compute, or block its thread
+//! (even on a sibling task), before its first `.await`, and that must not
+//! hold up the fetch loop. Workers of a new type are spawned, with their
+//! first poll timed; after [`QUICK_STREAK`] first polls in a row under
+//! [`QUICK_FIRST_POLL`] the type is quick. A first poll over
+//! [`SLOW_FIRST_POLL`], spawned or inline, makes the type slow for good
+//! (always spawned), and the inline polls of one batch stop once they used
+//! [`BATCH_BUDGET`].
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// A first poll longer than this marks its task type as slow (always spawned).
+/// A first poll at most this long counts towards a type being quick.
+pub const QUICK_FIRST_POLL: Duration = Duration::from_micros(100);
+/// Quick first polls in a row that make a type quick.
+pub const QUICK_STREAK: u32 = 64;
+/// A first poll longer than this makes its type slow: always spawned.
 pub const SLOW_FIRST_POLL: Duration = Duration::from_millis(1);
 /// Most time the fetch loop spends in inline polls per batch.
 pub const BATCH_BUDGET: Duration = Duration::from_millis(2);
@@ -28,45 +38,96 @@ pub const BATCH_BUDGET: Duration = Duration::from_millis(2);
 /// A worker's future.
 pub type Worker = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The task types seen to be slow on their first poll.
+/// What is known of a task type's first polls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Quick first polls in a row so far.
+    Learning(u32),
+    Quick,
+    Slow,
+}
+
+/// The task types' kinds, shared by the fetch loop and the workers.
 #[derive(Default)]
 pub struct InlineStart {
-    slow: Mutex<HashSet<String>>,
+    kinds: Mutex<HashMap<String, Kind>>,
 }
 
 impl InlineStart {
+    fn kind(&self, task_type: &str) -> Kind {
+        let kinds = self.kinds.lock().expect("task kinds");
+        kinds.get(task_type).copied().unwrap_or(Kind::Learning(0))
+    }
+
+    /// Records how long a first poll of `task_type` took.
+    fn record(&self, task_type: &str, took: Duration) {
+        let mut kinds = self.kinds.lock().expect("task kinds");
+        let kind = kinds
+            .entry(task_type.to_string())
+            .or_insert(Kind::Learning(0));
+        *kind = match *kind {
+            Kind::Slow => Kind::Slow,
+            _ if took > SLOW_FIRST_POLL => {
+                tracing::debug!(
+                    task_type,
+                    ?took,
+                    "slow first poll; its workers are always spawned"
+                );
+                Kind::Slow
+            }
+            Kind::Quick => Kind::Quick,
+            Kind::Learning(n) if took <= QUICK_FIRST_POLL => {
+                if n + 1 >= QUICK_STREAK {
+                    Kind::Quick
+                } else {
+                    Kind::Learning(n + 1)
+                }
+            }
+            Kind::Learning(_) => Kind::Learning(0),
+        };
+    }
+
     /// Starts `worker` for a task of `task_type`: polls it once here when
-    /// the type is not known slow and `budget` is left (and charges the
-    /// poll's time to it), else or when it is still pending, spawns it on
-    /// `workers`. A panic escaping the first poll is logged and the worker
+    /// the type is quick and `budget` is left (charging the poll's time to
+    /// it), else spawns it on `workers` (timing its first poll while the
+    /// type is still learned); a worker still pending after the inline poll
+    /// is spawned. A panic escaping an inline poll is logged and the worker
     /// dropped, as a spawned task's would end.
     pub fn start(
-        &self,
+        self: &Arc<Self>,
         workers: &mut tokio::task::JoinSet<()>,
         task_type: &str,
         mut worker: Worker,
         budget: &mut Duration,
     ) {
-        if budget.is_zero() || self.slow.lock().expect("slow types").contains(task_type) {
-            workers.spawn(worker);
-            return;
+        match self.kind(task_type) {
+            Kind::Quick if !budget.is_zero() => {}
+            Kind::Learning(_) => {
+                let (me, task_type) = (self.clone(), task_type.to_string());
+                let mut first = true;
+                workers.spawn(std::future::poll_fn(move |cx| {
+                    if !first {
+                        return worker.as_mut().poll(cx);
+                    }
+                    first = false;
+                    let started = Instant::now();
+                    let polled = worker.as_mut().poll(cx);
+                    me.record(&task_type, started.elapsed());
+                    polled
+                }));
+                return;
+            }
+            _ => {
+                workers.spawn(worker);
+                return;
+            }
         }
         let started = Instant::now();
         let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
         let polled = std::panic::catch_unwind(AssertUnwindSafe(|| worker.as_mut().poll(&mut cx)));
         let took = started.elapsed();
         *budget = budget.saturating_sub(took);
-        if took > SLOW_FIRST_POLL {
-            tracing::debug!(
-                task_type,
-                ?took,
-                "slow first poll; spawning this type's workers from now on"
-            );
-            self.slow
-                .lock()
-                .expect("slow types")
-                .insert(task_type.to_string());
-        }
+        self.record(task_type, took);
         match polled {
             Ok(Poll::Ready(())) => {}
             Ok(Poll::Pending) => {
@@ -80,7 +141,6 @@ impl InlineStart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn counting(done: &Arc<AtomicUsize>, sync_work: Duration, wait: bool) -> Worker {
@@ -94,9 +154,50 @@ mod tests {
         })
     }
 
+    fn quick(inline: &InlineStart, task_type: &str) {
+        inline
+            .kinds
+            .lock()
+            .unwrap()
+            .insert(task_type.to_string(), Kind::Quick);
+    }
+
+    #[tokio::test]
+    async fn a_new_type_is_spawned_until_its_first_polls_were_quick_in_a_row() {
+        let (inline, done) = (
+            Arc::new(InlineStart::default()),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        let mut workers = tokio::task::JoinSet::new();
+        let mut budget = BATCH_BUDGET;
+        inline.start(
+            &mut workers,
+            "t",
+            counting(&done, Duration::ZERO, false),
+            &mut budget,
+        );
+        assert_eq!(workers.len(), 1, "spawned while learning");
+        workers.join_next().await.unwrap().unwrap();
+        assert_eq!(inline.kind("t"), Kind::Learning(1));
+        // A first poll between quick and slow restarts the streak.
+        inline.record("t", QUICK_FIRST_POLL * 2);
+        assert_eq!(inline.kind("t"), Kind::Learning(0));
+        for _ in 0..QUICK_STREAK - 1 {
+            inline.record("t", Duration::from_micros(5));
+        }
+        assert_eq!(inline.kind("t"), Kind::Learning(QUICK_STREAK - 1));
+        inline.record("t", Duration::from_micros(5));
+        assert_eq!(inline.kind("t"), Kind::Quick);
+        assert_eq!(budget, BATCH_BUDGET, "spawned workers cost no budget");
+    }
+
     #[tokio::test]
     async fn a_quick_worker_ends_in_its_inline_poll_and_a_waiting_one_is_spawned() {
-        let (inline, done) = (InlineStart::default(), Arc::new(AtomicUsize::new(0)));
+        let (inline, done) = (
+            Arc::new(InlineStart::default()),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        quick(&inline, "t");
         let mut workers = tokio::task::JoinSet::new();
         let mut budget = BATCH_BUDGET;
         inline.start(
@@ -115,47 +216,79 @@ mod tests {
         assert_eq!((done.load(Ordering::SeqCst), workers.len()), (1, 1));
         workers.join_next().await.unwrap().unwrap();
         assert_eq!(done.load(Ordering::SeqCst), 2, "the spawned worker resumed");
-        assert!(budget < BATCH_BUDGET, "the polls were charged");
+        assert!(budget < BATCH_BUDGET, "the inline polls were charged");
     }
 
     #[tokio::test]
-    async fn a_slow_first_poll_makes_its_type_always_spawned() {
-        let (inline, done) = (InlineStart::default(), Arc::new(AtomicUsize::new(0)));
+    async fn a_slow_first_poll_spawned_or_inline_makes_its_type_always_spawned() {
+        let (inline, done) = (
+            Arc::new(InlineStart::default()),
+            Arc::new(AtomicUsize::new(0)),
+        );
         let mut workers = tokio::task::JoinSet::new();
         let mut budget = Duration::from_secs(1);
         let slow = SLOW_FIRST_POLL * 3;
+        // Spawned (learning): its timed first poll marks the type.
+        inline.start(&mut workers, "a", counting(&done, slow, false), &mut budget);
+        workers.join_next().await.unwrap().unwrap();
+        assert_eq!(inline.kind("a"), Kind::Slow);
+        // Inline (quick): the same.
+        quick(&inline, "b");
+        inline.start(&mut workers, "b", counting(&done, slow, false), &mut budget);
+        assert_eq!((inline.kind("b"), workers.len()), (Kind::Slow, 0));
+        // Quick again, but slow for good: spawned, and stays slow.
+        for _ in 0..QUICK_STREAK {
+            inline.record("b", Duration::ZERO);
+        }
         inline.start(
             &mut workers,
-            "slow",
-            counting(&done, slow, false),
-            &mut budget,
-        );
-        assert_eq!((done.load(Ordering::SeqCst), workers.len()), (1, 0));
-        assert!(inline.slow.lock().unwrap().contains("slow"));
-        // Quick now, but its type is known slow: spawned; other types not.
-        inline.start(
-            &mut workers,
-            "slow",
+            "b",
             counting(&done, Duration::ZERO, false),
             &mut budget,
         );
-        inline.start(
-            &mut workers,
-            "quick",
-            counting(&done, Duration::ZERO, false),
-            &mut budget,
-        );
-        assert_eq!((done.load(Ordering::SeqCst), workers.len()), (2, 1));
+        assert_eq!((inline.kind("b"), workers.len()), (Kind::Slow, 1));
         workers.join_next().await.unwrap().unwrap();
         assert_eq!(done.load(Ordering::SeqCst), 3);
     }
 
+    /// A handler that blocks its thread until a sibling task runs (bad
+    /// practice, but it works with spawned tasks) never gets polled inline:
+    /// its first spawned poll is slow.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_handler_waiting_for_a_sibling_is_never_polled_inline() {
+        let inline = Arc::new(InlineStart::default());
+        let mut workers = tokio::task::JoinSet::new();
+        let mut budget = BATCH_BUDGET;
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        for _ in 0..2 {
+            let b = barrier.clone();
+            inline.start(
+                &mut workers,
+                "pair",
+                Box::pin(async move {
+                    std::thread::sleep(SLOW_FIRST_POLL * 2);
+                    b.wait();
+                }),
+                &mut budget,
+            );
+        }
+        while let Some(r) = workers.join_next().await {
+            r.unwrap();
+        }
+        assert_eq!(inline.kind("pair"), Kind::Slow);
+    }
+
     #[tokio::test]
     async fn a_spent_budget_spawns_the_rest_of_the_batch() {
-        let (inline, done) = (InlineStart::default(), Arc::new(AtomicUsize::new(0)));
+        let (inline, done) = (
+            Arc::new(InlineStart::default()),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        quick(&inline, "t");
         let mut workers = tokio::task::JoinSet::new();
         let mut budget = Duration::from_micros(500);
-        // 0.8 ms: below SLOW_FIRST_POLL, above the budget.
+        // 0.8 ms: above the budget (and maybe marked slow; either way the
+        // next one is spawned).
         inline.start(
             &mut workers,
             "t",
@@ -175,8 +308,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_panic_in_the_first_poll_ends_that_worker_only() {
-        let inline = InlineStart::default();
+    async fn a_panic_in_an_inline_poll_ends_that_worker_only() {
+        let inline = Arc::new(InlineStart::default());
+        quick(&inline, "t");
         let mut workers = tokio::task::JoinSet::new();
         let mut budget = BATCH_BUDGET;
         let dropped = Arc::new(AtomicUsize::new(0));

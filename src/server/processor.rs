@@ -4,8 +4,8 @@
 //! Shape: one fetch loop holds a semaphore of `concurrency` permits. When
 //! permits are free it leases up to that many tasks in one script call per
 //! queue (in weighted-random or strict order), starts one worker per task
-//! (polled once in place and spawned only when still pending,
-//! [`inline_start`](super::inline_start)),
+//! (spawned, or for task types learned to be quick polled once in place and
+//! spawned only when still pending: [`inline_start`](super::inline_start)),
 //! and when every queue is empty waits for the idle waker or
 //! `task_check_interval` before looking again. Leasing never runs ahead of
 //! a free permit (as Go: active tasks are running tasks). Before it leases,
@@ -177,7 +177,7 @@ pub(crate) struct Processor {
     pub concurrency: usize,
     pub task_check_interval: Duration,
     /// Starts quick workers without a spawn.
-    pub inline: InlineStart,
+    pub inline: Arc<InlineStart>,
 }
 
 impl Processor {

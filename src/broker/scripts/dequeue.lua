@@ -11,5 +11,8 @@
 -- the last; msgs[k] false when ids[k] has no msg.
 -- Each task moves as Go's single dequeue does (see lib/lease_tasks).
 -- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2
+if tonumber(ARGV[3]) > LEASE_MAX then
+    return redis.error_reply("at most " .. LEASE_MAX .. " tasks per lease call")
+end
 local ids, msgs = lease_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 return {ids, msgs}

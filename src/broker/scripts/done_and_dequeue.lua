@@ -19,6 +19,9 @@
 -- per task), ids and msgs as dequeue.lua. The finishing happens first,
 -- exactly as a done call followed by a dequeue call.
 -- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2, COMPATIBILITY.md#w11
+if tonumber(ARGV[5]) > LEASE_MAX then
+    return redis.error_reply("at most " .. LEASE_MAX .. " tasks per lease call")
+end
 local codes = finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 8)
 if ARGV[5] == "0" then
     return {codes, {}, {}}

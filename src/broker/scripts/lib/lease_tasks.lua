@@ -7,7 +7,7 @@
 --   lease     asynq:{<q>}:lease zset, id -> lease expiry (unix s)
 --   expiry_s  lease expiry, unix s
 --   prefix    task key prefix asynq:{<q>}:t:
---   max       most tasks to take (>= 1), as text, with its negation
+--   max       most tasks to take (1 to 1000), as text, with its negation
 --             (neg_max, "-<max>") and one less than that (neg_max1,
 --             "-<max + 1>"): list indexes passed as text spare Redis a
 --             number conversion per call
@@ -21,6 +21,11 @@
 -- LPUSH and one ZADD per chunk) rather than made per task. An id whose hash
 -- has no msg leaves pending and is not put in active or leased
 -- (COMPATIBILITY.md#w2).
+-- Most tasks one call may lease: past Lua's unpack limit (≈ 8,000) the
+-- script would fail half-way, and Redis does not undo a failed script's
+-- writes. The calling scripts check it before they write anything.
+local LEASE_MAX = 1000
+
 local function lease_tasks(pending, paused, active, lease, expiry_s, prefix, max, neg_max, neg_max1)
     if redis.call("EXISTS", paused) == 1 then
         return {}, {}
@@ -30,15 +35,15 @@ local function lease_tasks(pending, paused, active, lease, expiry_s, prefix, max
     if n == 0 then
         return ids, {}
     end
+    -- Tables sized once ({unpack(ids)}): growing a Lua table costs Redis
+    -- more than filling it.
+    local msgs, pushed, scored = {unpack(ids)}, {unpack(ids)}, {unpack(ids)}
     if n < tonumber(max) then
         -- That was all of it.
         redis.call("DEL", pending)
     else
         redis.call("LTRIM", pending, "0", neg_max1)
     end
-    -- Tables sized once ({unpack(ids)}): growing a Lua table costs Redis
-    -- more than filling it.
-    local msgs, pushed, scored = {unpack(ids)}, {unpack(ids)}, {unpack(ids)}
     local taken = 0
     for k = n, 1, -1 do
         local id = ids[k]
