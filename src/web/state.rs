@@ -52,7 +52,7 @@ use chrono::{DateTime, Utc};
 
 use super::WebConfig;
 use crate::Inspector;
-use crate::inspector::{QueueInfo, QueueSample, retry_growth};
+use crate::inspector::{QueueInfo, QueueSample, StatsHints, retry_growth};
 
 /// Least time between two memory estimates of one queue: five minutes (or
 /// the poll interval, when longer). A memory run costs Redis about five
@@ -181,6 +181,10 @@ struct State {
     /// not be read are absent), and when they were read.
     samples: HashMap<String, Vec<QueueSample>>,
     samples_read: Option<Instant>,
+    /// What the last computation learned (queue list, keys present), so
+    /// the next one costs Redis less; kept across invalidations (it never
+    /// changes the numbers).
+    hints: StatsHints,
 }
 
 /// Whether `snap` of `slot` may be served to a view in slot `now`: the
@@ -380,14 +384,18 @@ impl Shared {
         inspector: &Inspector,
         generation: u64,
     ) -> Arc<Snapshot> {
-        let with_samples = self
-            .lock()
-            .samples_read
-            .is_none_or(|at| at.elapsed() >= self.growth_period);
-        let (mut snap, samples) = compute(inspector, with_samples).await;
+        let (with_samples, mut hints) = {
+            let mut st = self.lock();
+            let due = st
+                .samples_read
+                .is_none_or(|at| at.elapsed() >= self.growth_period);
+            (due, std::mem::take(&mut st.hints))
+        };
+        let (mut snap, samples) = compute(inspector, with_samples, &mut hints).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
         let slot = self.slot_of(inspector.broker().now());
         let mut st = self.lock();
+        st.hints = hints;
         if let Some(samples) = samples {
             st.samples = samples;
             st.samples_read = Some(Instant::now());
@@ -470,7 +478,7 @@ impl Shared {
     /// A snapshot with growth samples and memory read inline (poll
     /// interval zero).
     async fn compute_uncached(&self, inspector: &Inspector) -> Snapshot {
-        let (mut snap, samples) = compute(inspector, true).await;
+        let (mut snap, samples) = compute(inspector, true, &mut StatsHints::default()).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
         attach_growth(&mut snap, &samples.unwrap_or_default());
         let names: Vec<String> = snap.queues.iter().map(|r| r.name.clone()).collect();
@@ -527,10 +535,14 @@ async fn refresher(shared: Weak<Shared>, inspector: Inspector) {
 
 /// Reads the queue list and every queue's statistics (no memory estimate,
 /// no growth), and with `with_samples` every queue's growth samples (queues
-/// whose series could not be read left out).
+/// whose series could not be read left out). With the queue list of
+/// `hints` (the last computation's), reads those queues and `asynq:queues`
+/// in one transaction, and reads again only when the list changed; without
+/// it, reads the list first.
 async fn compute(
     inspector: &Inspector,
     with_samples: bool,
+    hints: &mut StatsHints,
 ) -> (Snapshot, Option<HashMap<String, Vec<QueueSample>>>) {
     let taken_at = Utc::now();
     let failed = |e: crate::Error| {
@@ -543,14 +555,38 @@ async fn compute(
             None,
         )
     };
-    let names = match inspector.queues().await {
-        Ok(n) => n,
-        Err(e) => return failed(e),
+    let names = match hints.members() {
+        Some(names) => names.to_vec(),
+        None => match inspector.queues().await {
+            Ok(n) => n,
+            Err(e) => return failed(e),
+        },
     };
-    let rows = match inspector.queues_stats(&names, with_samples).await {
+    let mut rows = match inspector
+        .queues_stats_with(&names, with_samples, hints)
+        .await
+    {
         Ok(rows) => rows,
-        Err(e) => return failed(e),
+        Err(e) => {
+            *hints = StatsHints::default();
+            return failed(e);
+        }
     };
+    if let Some(members) = hints.members().filter(|m| *m != names.as_slice()) {
+        // Queues came or went since the list was read: read the new list
+        // (its rows are those of one transaction again).
+        let names = members.to_vec();
+        rows = match inspector
+            .queues_stats_with(&names, with_samples, hints)
+            .await
+        {
+            Ok(rows) => rows,
+            Err(e) => {
+                *hints = StatsHints::default();
+                return failed(e);
+            }
+        };
+    }
     let mut samples = with_samples.then(HashMap::new);
     let queues = rows
         .into_iter()
