@@ -10,12 +10,15 @@
 //!   clock), not to the moment a viewer asked, so one viewer and ten
 //!   viewers polling at that interval cost Redis the same: at most one
 //!   computation per slot.
-//! - **Cheap to compute.** A snapshot is one `queues_stats` script call per
-//!   100 queues ([`Inspector::queues_stats`]): every queue's counts, and
+//! - **Cheap to compute.** A snapshot is one Redis transaction per 100
+//!   queues ([`Inspector::queues_stats_with`]): every queue's counts, and
 //!   every [`GROWTH_REFRESH`] the few outage-series samples its retry-growth
 //!   figures need (in between, the growth figures are recomputed from the
 //!   samples last read; the sampler adds one per poll interval, and reading
-//!   them costs Redis as much as the counts).
+//!   them costs Redis as much as the counts). The [`StatsHints`] of the last
+//!   snapshot (queue list, which keys held something) spare a separate
+//!   queue-list read and the reads of absent keys; they never change the
+//!   numbers.
 //! - **Never waited for when one exists (stale-while-revalidate).** A view
 //!   that finds the snapshot of the current slot uses it; one that finds the
 //!   previous slot's uses that too and starts a refresh in the background
@@ -240,7 +243,7 @@ impl StatsCache {
     ///
     /// Returns at once (no Redis command) when the current or the previous
     /// slot's snapshot exists, starting a background refresh in the latter
-    /// case; otherwise computes it inline (one `queues_stats` call per 100
+    /// case; otherwise computes it inline (one Redis transaction per 100
     /// queues) or waits for the computation already running. May start the
     /// background memory run and the slot-start refresher (tokio tasks).
     pub async fn get(&self, inspector: &Inspector) -> Arc<Snapshot> {
