@@ -12,7 +12,7 @@ use std::time::Duration;
 use asynqdeck::broker::proto::TaskMessage;
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::clock::SimulatedClock;
-use asynqdeck::inspector::{QueueInfo, QueueSample, retry_growth};
+use asynqdeck::inspector::{QueueInfo, QueueSample, StatsHints, retry_growth};
 use asynqdeck::web::{AppState, MemoryEstimate, StatsCache, WebConfig};
 use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task};
 use axum::Router;
@@ -360,6 +360,179 @@ async fn one_corrupt_queue_fails_only_its_row() {
             }
         }
     }
+}
+
+/// Asserts that every row equals `queue_info` (memory aside), or fails
+/// with Redis's WRONGTYPE where `queue_info` fails.
+async fn assert_rows_exact(w: &World, rows: &[asynqdeck::inspector::QueueStatsRow]) {
+    for row in rows {
+        match w.inspector.queue_info(&row.queue).await {
+            Ok(info) => assert_eq!(
+                row.info.as_ref().unwrap(),
+                &QueueInfo {
+                    memory_usage: 0,
+                    ..info
+                },
+                "{}",
+                row.queue
+            ),
+            Err(e) => {
+                let wrongtype =
+                    "redis: \"WRONGTYPE\": Operation against a key holding the wrong kind of value";
+                assert!(e.to_string().starts_with(wrongtype), "{e}");
+                let err = row.info.as_ref().unwrap_err();
+                assert_eq!(err.to_string(), wrongtype, "{}", row.queue);
+            }
+        }
+    }
+}
+
+/// The hints of the previous call (which keys held something) never change
+/// the numbers: a kind that appears where the hints say absent is found
+/// (one more transaction) and read, one that went away reads 0, a key of
+/// the wrong type where nothing was expected fails only its queue. With
+/// hints that match, one transaction reads everything.
+#[tokio::test]
+async fn hints_never_change_the_numbers() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    seed_queues(&mut w).await;
+    enqueue(&w, "typed", EnqueueOptions::new()).await;
+    let names = w.inspector.queues().await.unwrap();
+    // Loads the script (the transaction counts below leave NOSCRIPT out).
+    w.inspector.queues_stats(&names, false).await.unwrap();
+    let mut hints = StatsHints::default();
+    assert_eq!(hints.members(), None);
+
+    // No hints yet: every kind present somewhere is found, then read.
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, true, &mut hints)
+        .await
+        .unwrap();
+    assert_rows_exact(&w, &rows).await;
+    assert_eq!(hints.members(), Some(names.as_slice()));
+    assert_eq!(hints.last_transactions(), 2);
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, false, &mut hints)
+        .await
+        .unwrap();
+    assert_rows_exact(&w, &rows).await;
+    assert_eq!(hints.last_transactions(), 1, "hints right: one transaction");
+
+    // `plain` (pending only) gets every other kind; `retrying` loses its
+    // retry set; `typed` gets an active "list" that is a string.
+    let q = "plain";
+    seed(&mut w.conn, q, "a1", "active").await;
+    enqueue(
+        &w,
+        q,
+        EnqueueOptions::new().process_in(Duration::from_secs(60)),
+    )
+    .await;
+    seed(&mut w.conn, q, "r1", "retry").await;
+    seed(&mut w.conn, q, "x1", "archived").await;
+    seed(&mut w.conn, q, "c1", "completed").await;
+    enqueue(&w, q, EnqueueOptions::new().group("g")).await;
+    let _: () = w.conn.del(keys::retry_key("retrying")).await.unwrap();
+    let _: () = w
+        .conn
+        .set(keys::active_key("typed"), "a string, not a list")
+        .await
+        .unwrap();
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, true, &mut hints)
+        .await
+        .unwrap();
+    assert_rows_exact(&w, &rows).await;
+    assert_eq!(hints.last_transactions(), 2);
+    let typed = rows.iter().find(|r| r.queue == "typed").unwrap();
+    assert!(typed.info.is_err());
+    let plain = rows.iter().find(|r| r.queue == "plain").unwrap();
+    let plain = plain.info.as_ref().unwrap();
+    assert_eq!(
+        (
+            plain.pending,
+            plain.active,
+            plain.scheduled,
+            plain.retry,
+            plain.archived,
+            plain.completed,
+            plain.groups,
+            plain.aggregating
+        ),
+        (4, 1, 1, 1, 1, 1, 1, 1)
+    );
+    let retrying = rows.iter().find(|r| r.queue == "retrying").unwrap();
+    assert_eq!(retrying.info.as_ref().unwrap().retry, 0);
+    // The new hints match again.
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, true, &mut hints)
+        .await
+        .unwrap();
+    assert_rows_exact(&w, &rows).await;
+    assert_eq!(hints.last_transactions(), 1);
+}
+
+/// The queue list of the hints is checked in the same transaction: a queue
+/// deleted since is `QueueNotFound` and the hints carry the new list; the
+/// statistics cache then reads the new list, so its snapshot has exactly
+/// the queues that exist. A flushed script cache is reloaded.
+#[tokio::test]
+async fn queue_list_changes_and_script_flush_are_seen() {
+    let db = support::redis();
+    let mut w = setup(&db).await;
+    for q in ["a", "b"] {
+        enqueue(&w, q, EnqueueOptions::new()).await;
+    }
+    let cache = StatsCache::new(Duration::from_secs(60));
+    let snap = cache.get(&w.inspector).await;
+    let names = |snap: &asynqdeck::web::Snapshot| {
+        snap.queues
+            .iter()
+            .map(|r| r.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&snap), ["a", "b"]);
+
+    w.inspector.delete_queue("b", true).await.unwrap();
+    enqueue(&w, "c", EnqueueOptions::new()).await;
+    enqueue(&w, "c", EnqueueOptions::new()).await;
+    let mut hints = StatsHints::default();
+    let old = vec!["a".to_string(), "b".to_string()];
+    let rows = w
+        .inspector
+        .queues_stats_with(&old, false, &mut hints)
+        .await
+        .unwrap();
+    assert!(matches!(&rows[1].info, Err(Error::QueueNotFound { queue }) if queue == "b"));
+    assert_eq!(rows[0].info.as_ref().unwrap().pending, 1);
+    assert_eq!(hints.members().unwrap(), ["a", "c"]);
+
+    cache.invalidate().await;
+    let snap = cache.get(&w.inspector).await;
+    assert_eq!(names(&snap), ["a", "c"]);
+    assert_eq!((pending(&snap, "a"), pending(&snap, "c")), (1, 2));
+
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut w.conn)
+        .await
+        .unwrap();
+    let rows = w
+        .inspector
+        .queues_stats_with(&["a".to_string(), "c".to_string()], true, &mut hints)
+        .await
+        .unwrap();
+    assert_rows_exact(&w, &rows).await;
+    assert_eq!(
+        hints.last_transactions(),
+        2,
+        "one to find NOSCRIPT, one to read"
+    );
 }
 
 /// Samples `(seconds before now, retry size, member suffix)`.

@@ -151,29 +151,6 @@ fn suffix_of(queue: &str, key: String) -> Result<String> {
         .ok_or_else(|| Error::Internal(format!("key {key:?} lacks the queue prefix")))
 }
 
-/// The 14 key suffixes `queues_stats` takes (see its header), from the key
-/// functions of [`keys`]; the daily counters are those of `now`'s UTC date.
-fn key_suffixes(now: DateTime<Utc>) -> Result<[String; 14]> {
-    const Q: &str = "q";
-    let [k1, k2, k3, k4, k5, k6, k7, k8, k9, k10, k11, k12] = stats_keys(Q, now);
-    Ok([
-        suffix_of(Q, k1)?,
-        suffix_of(Q, k2)?,
-        suffix_of(Q, k3)?,
-        suffix_of(Q, k4)?,
-        suffix_of(Q, k5)?,
-        suffix_of(Q, k6)?,
-        suffix_of(Q, k7)?,
-        suffix_of(Q, k8)?,
-        suffix_of(Q, k9)?,
-        suffix_of(Q, k10)?,
-        suffix_of(Q, k11)?,
-        suffix_of(Q, k12)?,
-        suffix_of(Q, keys::task_key_prefix(Q))?,
-        suffix_of(Q, keys::group_key_prefix(Q))?,
-    ])
-}
-
 /// The 9 key suffixes `queues_memory_usage` takes (see its header).
 fn memory_key_suffixes() -> Result<[String; 9]> {
     const Q: &str = "q";
@@ -272,52 +249,229 @@ fn caught_error(text: &str) -> Error {
     }
 }
 
-/// Reads one queue's entry of the `queues_stats` reply (see its header).
-fn parse_entry(
+/// Kinds of a queue's keys besides `pending` (bit set), for
+/// [`Broker::queues_stats`]: which of them it reads per queue, and which
+/// were found present.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct KeyKinds(u8);
+
+impl KeyKinds {
+    /// `active` (list).
+    pub const ACTIVE: KeyKinds = KeyKinds(1);
+    /// `scheduled` (zset).
+    pub const SCHEDULED: KeyKinds = KeyKinds(2);
+    /// `retry` (zset).
+    pub const RETRY: KeyKinds = KeyKinds(4);
+    /// `archived` (zset).
+    pub const ARCHIVED: KeyKinds = KeyKinds(8);
+    /// `completed` (zset).
+    pub const COMPLETED: KeyKinds = KeyKinds(16);
+    /// `groups` (set of group names; with it the group zsets).
+    pub const GROUPS: KeyKinds = KeyKinds(32);
+    /// None of them.
+    pub const NONE: KeyKinds = KeyKinds(0);
+    /// All of them.
+    pub const ALL: KeyKinds = KeyKinds(63);
+    /// Each kind, in the order the script's items and the 14 values go.
+    const EACH: [KeyKinds; 6] = [
+        KeyKinds::ACTIVE,
+        KeyKinds::SCHEDULED,
+        KeyKinds::RETRY,
+        KeyKinds::ARCHIVED,
+        KeyKinds::COMPLETED,
+        KeyKinds::GROUPS,
+    ];
+
+    /// Whether every kind of `other` is in `self`.
+    pub fn contains(self, other: KeyKinds) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The kinds of `self` and `other`.
+    pub fn union(self, other: KeyKinds) -> KeyKinds {
+        KeyKinds(self.0 | other.0)
+    }
+
+    /// The kinds whose keys hold something in `s` (a size above 0: Redis
+    /// deletes an empty list, zset or set).
+    pub fn present_in_info(s: &crate::inspector::QueueInfo) -> KeyKinds {
+        let mut k = KeyKinds::NONE;
+        for (kind, size) in KeyKinds::EACH.into_iter().zip([
+            s.active,
+            s.scheduled,
+            s.retry,
+            s.archived,
+            s.completed,
+            s.groups,
+        ]) {
+            if size > 0 {
+                k = k.union(kind);
+            }
+        }
+        k
+    }
+
+    /// The key of this (single) kind for `queue`.
+    fn key(self, queue: &str) -> String {
+        match self {
+            KeyKinds::ACTIVE => keys::active_key(queue),
+            KeyKinds::SCHEDULED => keys::scheduled_key(queue),
+            KeyKinds::RETRY => keys::retry_key(queue),
+            KeyKinds::ARCHIVED => keys::archived_key(queue),
+            KeyKinds::COMPLETED => keys::completed_key(queue),
+            _ => keys::all_groups_key(queue),
+        }
+    }
+}
+
+/// The result of [`Broker::queues_stats`].
+#[derive(Debug)]
+pub(crate) struct QueuesStats {
+    /// One entry per queue asked for, in the order given.
+    pub entries: Vec<QueueStatsEntry>,
+    /// `asynq:queues` as read with the first queues' numbers, sorted.
+    pub members: Vec<String>,
+    /// Transactions sent: one per [`QUEUES_PER_STATS_CALL`] queues when
+    /// `expected` was right, more when it missed a kind or the script had
+    /// to be loaded.
+    pub transactions: usize,
+}
+
+/// What one transaction of [`Broker::queues_stats`] found.
+enum Transaction {
+    /// The script is not loaded (Redis restarted or flushed its scripts).
+    NoScript,
+    /// Keys of these kinds exist among those not read: read them too.
+    Found(KeyKinds),
+    /// The numbers, and `asynq:queues` (sorted).
+    Read {
+        members: Vec<String>,
+        entries: Vec<QueueStatsEntry>,
+    },
+}
+
+/// The Redis error of an error reply inside the transaction, or an
+/// internal error for any other unexpected value.
+fn value_error(v: Value) -> redis::RedisError {
+    match v.extract_error() {
+        Err(e) => e,
+        Ok(other) => redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "unexpected reply in the statistics transaction",
+            format!("{other:?}"),
+        )),
+    }
+}
+
+/// A script's reply of the wrong shape at `what`.
+fn flat_error(what: &str) -> Error {
+    Error::Internal(format!("queues_stats script reply: {what}"))
+}
+
+/// Reads one queue's part of the flat `queues_stats` reply (see its header)
+/// starting at `*at`, advancing `*at` past it: its counts (`read` says which
+/// kinds the script read, the others are 0), merged with `strings` (its
+/// five values of the MGET: today's processed and failed, the all-time
+/// counters, paused), and with `with_samples` its samples.
+fn parse_queue(
     queue: &str,
     now: DateTime<Utc>,
-    entry: Value,
+    flat: &[Value],
+    at: &mut usize,
+    read: KeyKinds,
+    strings: &[Value],
     with_samples: bool,
 ) -> Result<QueueStatsEntry> {
-    let shape = |what: &Value| shape_error("queues_stats", queue, what);
-    let Value::Array(parts) = entry else {
-        return Err(shape(&entry));
+    let mut next = || {
+        let v = flat.get(*at).ok_or_else(|| flat_error("too short"))?;
+        *at += 1;
+        Ok::<&Value, Error>(v)
     };
     let failed = |e: Error| QueueStatsEntry {
         queue: queue.to_string(),
         stats: Err(e),
         samples: with_samples.then(|| Ok(Vec::new())),
     };
-    match parts.as_slice() {
-        [Value::Int(0)] => Ok(failed(Error::QueueNotFound {
-            queue: queue.to_string(),
-        })),
-        [Value::Int(-1), msg] => {
-            let text = text_of(msg).ok_or_else(|| shape(msg))?;
-            Ok(failed(caught_error(&text)))
-        }
-        [
-            Value::Int(1),
-            Value::Array(counts),
-            Value::Array(samples),
-            samples_err,
-        ] => {
-            let stats = parse_stats(queue, now, counts.clone());
-            let samples = match samples_err {
-                _ if !with_samples => None,
-                Value::Nil => Some(Ok(parse_samples(queue, samples)?)),
-                other => Some(Err(caught_error(
-                    &text_of(other).ok_or_else(|| shape(other))?,
-                ))),
-            };
-            Ok(QueueStatsEntry {
-                queue: queue.to_string(),
-                stats,
-                samples,
-            })
-        }
-        _ => Err(shape(&Value::Array(parts))),
+    let pending = next()?;
+    if let Value::Int(-1) = pending {
+        let msg = next()?;
+        let text = text_of(msg).ok_or_else(|| shape_error("queues_stats", queue, msg))?;
+        return Ok(failed(caught_error(&text)));
     }
+    let pending = pending.clone();
+    let pending_since = next()?.clone();
+    let zero = || Value::Int(0);
+    let mut sizes = [zero(), zero(), zero(), zero(), zero(), zero(), zero()];
+    for (i, kind) in KeyKinds::EACH.into_iter().enumerate() {
+        if read.contains(kind) {
+            sizes[i] = next()?.clone();
+            if kind == KeyKinds::GROUPS {
+                sizes[6] = next()?.clone();
+            }
+        }
+    }
+    let [
+        active,
+        scheduled,
+        retry,
+        archived,
+        completed,
+        groups,
+        aggregating,
+    ] = sizes;
+    let [
+        processed,
+        failed_today,
+        processed_total,
+        failed_total,
+        paused,
+    ] = <[Value; 5]>::try_from(strings.to_vec())
+        .map_err(|_| flat_error("MGET replied too few values"))?;
+    let paused = Value::Int(i64::from(paused != Value::Nil));
+    let stats = parse_stats(
+        queue,
+        now,
+        vec![
+            pending,
+            active,
+            scheduled,
+            retry,
+            archived,
+            completed,
+            processed,
+            failed_today,
+            processed_total,
+            failed_total,
+            paused,
+            pending_since,
+            groups,
+            aggregating,
+        ],
+    );
+    let samples = if with_samples {
+        Some(match next()? {
+            Value::Int(-1) => {
+                let msg = next()?;
+                Err(caught_error(
+                    &text_of(msg).ok_or_else(|| shape_error("queues_stats", queue, msg))?,
+                ))
+            }
+            Value::Int(n) if *n >= 0 => {
+                let end = *at + *n as usize;
+                let members = flat.get(*at..end).ok_or_else(|| flat_error("too short"))?;
+                *at = end;
+                Ok(parse_samples(queue, members)?)
+            }
+            other => return Err(shape_error("queues_stats", queue, other)),
+        })
+    } else {
+        None
+    };
+    Ok(QueueStatsEntry {
+        queue: queue.to_string(),
+        stats,
+        samples,
+    })
 }
 
 /// Reads the sample members of a `queues_stats` entry: deduplicated and
@@ -437,9 +591,20 @@ impl Broker {
 
     /// The numbers of every queue in `queues` (exactly what
     /// [`Broker::queue_stats`] reads for each) and, with `with_samples`, the
-    /// samples of their outage series that the retry-growth figures need, in
-    /// one `queues_stats` script call per [`QUEUES_PER_STATS_CALL`] queues.
-    /// One entry per queue, in the order given.
+    /// samples of their outage series that the retry-growth figures need,
+    /// in one MULTI/EXEC per [`QUEUES_PER_STATS_CALL`] queues. One entry per
+    /// queue, in the order given.
+    ///
+    /// Each transaction holds `SMEMBERS asynq:queues` (a queue not in it
+    /// gets [`Error::QueueNotFound`]: deleted since listed), one `MGET` of
+    /// every queue's counters and paused flag, the `queues_stats` script
+    /// (pending size, latency, samples, and the other sizes of the kinds in
+    /// `expected(queue)`), and per kind one `EXISTS` over that kind's keys of
+    /// the queues the script does not read it for. A kind whose `EXISTS`
+    /// finds a key is read again for every queue of the chunk (at most
+    /// twice, then every kind of every queue), so the numbers are those of
+    /// one moment whatever `expected` says; a good guess (the kinds present
+    /// last time, [`KeyKinds::present_in`]) only saves Redis work.
     ///
     /// Samples: those scored at or after `since`; of them the newest, the
     /// oldest, and for each of `windows` that the series covers the newest
@@ -451,47 +616,197 @@ impl Broker {
     /// A queue whose keys cannot be read (a key of the wrong type) gets an
     /// error entry; the others are unaffected. Errors of the whole call:
     /// [`Error::Internal`] on a reply of the wrong shape; [`Error::Redis`]
-    /// (Redis unreachable).
+    /// (Redis unreachable, `asynq:queues` not a set).
     pub(crate) async fn queues_stats(
         &self,
         queues: &[String],
+        expected: &(dyn Fn(&str) -> KeyKinds + Sync),
         since: DateTime<Utc>,
         windows: &[Duration],
         with_samples: bool,
-    ) -> Result<Vec<QueueStatsEntry>> {
+    ) -> Result<QueuesStats> {
         let now = self.now();
-        let suffixes = key_suffixes(now)?;
         let mut conn = self.conn();
-        let mut out = Vec::with_capacity(queues.len());
-        for chunk in queues.chunks(QUEUES_PER_STATS_CALL) {
-            let mut inv = scripts::QUEUES_STATS.key(keys::ALL_QUEUES);
-            inv.arg(if with_samples { "1" } else { "0" })
-                .arg(since.timestamp())
-                .arg(windows.len());
-            for w in windows {
-                inv.arg(w.as_secs());
+        let mut out = QueuesStats {
+            entries: Vec::with_capacity(queues.len()),
+            members: Vec::new(),
+            transactions: 0,
+        };
+        for (i, chunk) in queues.chunks(QUEUES_PER_STATS_CALL).enumerate() {
+            let mut also = KeyKinds::NONE;
+            let mut loaded = false;
+            let mut attempt = 0;
+            let (members, entries) = loop {
+                let read: Vec<KeyKinds> = chunk
+                    .iter()
+                    .map(|q| match attempt {
+                        0 | 1 => expected(q).union(also),
+                        _ => KeyKinds::ALL,
+                    })
+                    .collect();
+                let probed = self
+                    .stats_transaction(&mut conn, chunk, &read, now, since, windows, with_samples)
+                    .await?;
+                out.transactions += 1;
+                match probed {
+                    Transaction::NoScript if !loaded => {
+                        scripts::QUEUES_STATS.load_async(&mut conn).await?;
+                        loaded = true;
+                    }
+                    Transaction::NoScript => {
+                        return Err(Error::Internal(
+                            "queues_stats script missing right after loading it".into(),
+                        ));
+                    }
+                    Transaction::Found(kinds) => {
+                        also = also.union(kinds);
+                        attempt += 1;
+                    }
+                    Transaction::Read { members, entries } => break (members, entries),
+                }
+            };
+            if i == 0 {
+                out.members = members;
             }
-            for suffix in &suffixes {
-                inv.arg(suffix);
-            }
-            for queue in chunk {
-                inv.arg(queue)
-                    .arg(keys::queue_prefix(queue))
-                    .arg(super::samples_key(queue));
-            }
-            let reply: Vec<Value> = inv.invoke_async(&mut conn).await?;
-            if reply.len() != chunk.len() {
-                return Err(Error::Internal(format!(
-                    "queues_stats script replied {} entries for {} queues",
-                    reply.len(),
-                    chunk.len()
-                )));
-            }
-            for (queue, entry) in chunk.iter().zip(reply) {
-                out.push(parse_entry(queue, now, entry, with_samples)?);
-            }
+            out.entries.extend(entries);
         }
         Ok(out)
+    }
+
+    /// One transaction of [`Broker::queues_stats`] for `chunk`, reading per
+    /// queue the kinds in `read` (same order) and proving the others absent.
+    #[allow(clippy::too_many_arguments)]
+    async fn stats_transaction(
+        &self,
+        conn: &mut redis::aio::ConnectionManager,
+        chunk: &[String],
+        read: &[KeyKinds],
+        now: DateTime<Utc>,
+        since: DateTime<Utc>,
+        windows: &[Duration],
+        with_samples: bool,
+    ) -> Result<Transaction> {
+        let today = now.date_naive();
+        let mut pipe = redis::pipe();
+        pipe.atomic().ignore_errors();
+        pipe.cmd("SMEMBERS").arg(keys::ALL_QUEUES);
+        let mget = pipe.cmd("MGET");
+        for q in chunk {
+            mget.arg(keys::processed_key(q, today))
+                .arg(keys::failed_key(q, today))
+                .arg(keys::processed_total_key(q))
+                .arg(keys::failed_total_key(q))
+                .arg(keys::paused_key(q));
+        }
+        let mut probed = Vec::new();
+        for kind in KeyKinds::EACH {
+            let unread: Vec<&String> = chunk
+                .iter()
+                .zip(read)
+                .filter(|(_, r)| !r.contains(kind))
+                .map(|(q, _)| q)
+                .collect();
+            if !unread.is_empty() {
+                let exists = pipe.cmd("EXISTS");
+                for q in unread {
+                    exists.arg(kind.key(q));
+                }
+                probed.push(kind);
+            }
+        }
+        let script = pipe
+            .cmd("EVALSHA")
+            .arg(scripts::QUEUES_STATS.get_hash())
+            .arg(0)
+            .arg(if with_samples { "1" } else { "0" })
+            .arg(since.timestamp().to_string())
+            .arg(windows.len().to_string());
+        for w in windows {
+            script.arg(w.as_secs().to_string());
+        }
+        for (q, r) in chunk.iter().zip(read) {
+            script
+                .arg(keys::pending_key(q))
+                .arg(keys::task_key_prefix(q));
+            let mut items: Vec<String> = Vec::new();
+            for kind in KeyKinds::EACH.into_iter().filter(|k| r.contains(*k)) {
+                match kind {
+                    KeyKinds::ACTIVE => items.extend(["l".into(), kind.key(q)]),
+                    KeyKinds::GROUPS => {
+                        items.extend(["g".into(), kind.key(q), keys::group_key_prefix(q)])
+                    }
+                    _ => items.extend(["z".into(), kind.key(q)]),
+                }
+            }
+            script.arg(items.len().to_string()).arg(items);
+            if with_samples {
+                script.arg(super::samples_key(q));
+            }
+        }
+        let replies: Vec<Value> = pipe.query_async(conn).await?;
+        let expected_len = 3 + probed.len();
+        if replies.len() != expected_len {
+            return Err(flat_error(&format!(
+                "transaction replied {} values, expected {expected_len}",
+                replies.len()
+            )));
+        }
+        let mut replies = replies.into_iter();
+        let mut take = || replies.next().unwrap_or(Value::Nil);
+        let members: Vec<String> = match take() {
+            Value::Array(m) => m.iter().filter_map(text_of).collect(),
+            other => return Err(Error::Redis(value_error(other))),
+        };
+        let strings = match take() {
+            Value::Array(v) if v.len() == 5 * chunk.len() => v,
+            other => return Err(flat_error(&format!("MGET replied {other:?}"))),
+        };
+        let mut found = KeyKinds::NONE;
+        for kind in &probed {
+            match take() {
+                Value::Int(0) => {}
+                Value::Int(_) => found = found.union(*kind),
+                other => return Err(Error::Redis(value_error(other))),
+            }
+        }
+        let flat = match take() {
+            Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => {
+                return Ok(Transaction::NoScript);
+            }
+            Value::Array(flat) => flat,
+            other => return Err(Error::Redis(value_error(other))),
+        };
+        if found != KeyKinds::NONE {
+            return Ok(Transaction::Found(found));
+        }
+        let mut members = members;
+        members.sort();
+        let mut at = 0;
+        let mut entries = Vec::with_capacity(chunk.len());
+        for ((i, q), r) in chunk.iter().enumerate().zip(read) {
+            let entry = parse_queue(
+                q,
+                now,
+                &flat,
+                &mut at,
+                *r,
+                &strings[5 * i..5 * i + 5],
+                with_samples,
+            )?;
+            if members.binary_search(q).is_ok() {
+                entries.push(entry);
+            } else {
+                entries.push(QueueStatsEntry {
+                    queue: q.clone(),
+                    stats: Err(Error::QueueNotFound { queue: q.clone() }),
+                    samples: with_samples.then(|| Ok(Vec::new())),
+                });
+            }
+        }
+        if at != flat.len() {
+            return Err(flat_error(&format!("{} values left over", flat.len() - at)));
+        }
+        Ok(Transaction::Read { members, entries })
     }
 
     /// The memory estimate of every queue in `queues` (exactly what

@@ -84,8 +84,8 @@ scripts! {
     UPDATE_TASK_PAYLOAD => ["update_task_payload"];
     /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).
     QUEUE_STATS => ["lib/queue_counts", "queue_stats"];
-    /// Counts of many queues and their growth samples, errors caught per queue (dashboard snapshot).
-    QUEUES_STATS => ["lib/queue_counts", "queues_stats"];
+    /// Pending sizes, latencies, other sizes asked for and growth samples of many queues, errors caught per queue (dashboard snapshot, inside a MULTI).
+    QUEUES_STATS => ["queues_stats"];
     /// Sampled memory estimate of one queue (asynq rdb.memoryUsage, guarded form).
     QUEUE_MEMORY_USAGE => ["lib/memory_usage", "queue_memory_usage"];
     /// Sampled memory estimates of many queues, errors caught per queue (dashboard memory run).

@@ -19,7 +19,7 @@ mod servers;
 mod tasks;
 
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
-pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow};
+pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow, StatsHints};
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
     QueueSample, RetryGrowth, retry_growth,

@@ -5,11 +5,13 @@
 //! `PauseQueue`, `UnpauseQueue`, `DeleteQueue` (`inspector.go`; wire spec
 //! §9.5–9.8).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
 use super::Inspector;
+use crate::broker::KeyKinds;
 use crate::broker::keys;
 use crate::error::{Error, Result};
 
@@ -71,6 +73,33 @@ pub struct QueueStatsRow {
     /// `info` failed), or why the series could not be read; `None` when not
     /// asked for.
     pub samples: Option<Result<Vec<super::QueueSample>>>,
+}
+
+/// What [`Inspector::queues_stats_with`] carries from one call to the next
+/// to do less Redis work: which of each queue's keys besides `pending` held
+/// something (those it reads again; the others it only proves absent), and
+/// the queue list as last read (the queues to read next, when the caller
+/// has no fresher list). Hints never change the numbers: a wrong guess
+/// costs a second transaction. Empty at first.
+#[derive(Clone, Debug, Default)]
+pub struct StatsHints {
+    present: HashMap<String, KeyKinds>,
+    members: Option<Vec<String>>,
+    transactions: usize,
+}
+
+impl StatsHints {
+    /// How many Redis transactions the last call took: one per 100 queues
+    /// when the hints were right.
+    pub fn last_transactions(&self) -> usize {
+        self.transactions
+    }
+
+    /// `asynq:queues` as the last call read it (sorted), `None` before the
+    /// first call.
+    pub fn members(&self) -> Option<&[String]> {
+        self.members.as_deref()
+    }
 }
 
 /// Processed and failed counts of one queue on one UTC day (Go
@@ -185,9 +214,9 @@ impl Inspector {
     /// what [`Inspector::queue_info`] returns, except `memory_usage`, which
     /// is 0 here (see [`Inspector::queues_memory_usage`]), and with
     /// `with_samples` the samples of its outage series that
-    /// [`retry_growth`](super::retry_growth) needs. One Redis script call per
-    /// 100 queues instead of three calls per queue; one row per queue, in
-    /// the order given. asynqdeck only (Go reads queue by queue).
+    /// [`retry_growth`](super::retry_growth) needs. One Redis transaction
+    /// per 100 queues instead of three calls per queue; one row per queue,
+    /// in the order given. asynqdeck only (Go reads queue by queue).
     ///
     /// A queue that cannot be read does not fail the others: its row holds
     /// the error ([`Error::InvalidQueueName`], [`Error::QueueNotFound`] when
@@ -207,6 +236,55 @@ impl Inspector {
         queues: &[String],
         with_samples: bool,
     ) -> Result<Vec<QueueStatsRow>> {
+        self.read_queues_stats(queues, with_samples, &|_| KeyKinds::ALL)
+            .await
+            .map(|(rows, _, _)| rows)
+    }
+
+    /// [`Inspector::queues_stats`] for a caller that reads the same queues
+    /// again and again (the dashboard): `hints` from the previous call let
+    /// Redis skip the keys that held nothing then (proving them still
+    /// absent is cheaper than reading them), and are updated for the next
+    /// call, with the queue list this call read. The rows are exactly those
+    /// of [`Inspector::queues_stats`] whatever the hints.
+    pub async fn queues_stats_with(
+        &self,
+        queues: &[String],
+        with_samples: bool,
+        hints: &mut StatsHints,
+    ) -> Result<Vec<QueueStatsRow>> {
+        let present = &hints.present;
+        let (rows, members, transactions) = self
+            .read_queues_stats(queues, with_samples, &|q| {
+                present.get(q).copied().unwrap_or(KeyKinds::NONE)
+            })
+            .await?;
+        hints.transactions = transactions;
+        hints.present = rows
+            .iter()
+            .map(|r| {
+                let kinds = match &r.info {
+                    Ok(info) => KeyKinds::present_in_info(info),
+                    // Read everything again, so the error shows again at
+                    // the first try.
+                    Err(_) => KeyKinds::ALL,
+                };
+                (r.queue.clone(), kinds)
+            })
+            .collect();
+        hints.members = Some(members);
+        Ok(rows)
+    }
+
+    /// The rows of [`Inspector::queues_stats`], reading for each valid queue
+    /// the kinds of keys `expected` says (the others are proved absent or
+    /// read after all), and `asynq:queues` as read (sorted).
+    async fn read_queues_stats(
+        &self,
+        queues: &[String],
+        with_samples: bool,
+        expected: &(dyn Fn(&str) -> KeyKinds + Sync),
+    ) -> Result<(Vec<QueueStatsRow>, Vec<String>, usize)> {
         let valid: Vec<String> = queues
             .iter()
             .filter(|q| keys::validate_queue_name(q).is_ok())
@@ -215,11 +293,18 @@ impl Inspector {
         let window = chrono::Duration::from_std(crate::broker::SAMPLE_WINDOW)
             .unwrap_or(chrono::Duration::zero());
         let since = self.broker.now() - window;
-        let mut read = self
+        let read = self
             .broker
-            .queues_stats(&valid, since, &super::GROWTH_WINDOWS, with_samples)
-            .await?
-            .into_iter();
+            .queues_stats(
+                &valid,
+                expected,
+                since,
+                &super::GROWTH_WINDOWS,
+                with_samples,
+            )
+            .await?;
+        let (members, transactions) = (read.members, read.transactions);
+        let mut read = read.entries.into_iter();
         let mut rows = Vec::with_capacity(queues.len());
         for queue in queues {
             if keys::validate_queue_name(queue).is_err() {
@@ -249,7 +334,7 @@ impl Inspector {
                 queue: e.queue,
             });
         }
-        Ok(rows)
+        Ok((rows, members, transactions))
     }
 
     /// The memory estimates of several queues at once (each what

@@ -10,12 +10,15 @@
 //!   clock), not to the moment a viewer asked, so one viewer and ten
 //!   viewers polling at that interval cost Redis the same: at most one
 //!   computation per slot.
-//! - **Cheap to compute.** A snapshot is one `queues_stats` script call per
-//!   100 queues ([`Inspector::queues_stats`]): every queue's counts, and
+//! - **Cheap to compute.** A snapshot is one Redis transaction per 100
+//!   queues ([`Inspector::queues_stats_with`]): every queue's counts, and
 //!   every [`GROWTH_REFRESH`] the few outage-series samples its retry-growth
 //!   figures need (in between, the growth figures are recomputed from the
 //!   samples last read; the sampler adds one per poll interval, and reading
-//!   them costs Redis as much as the counts).
+//!   them costs Redis as much as the counts). The [`StatsHints`] of the last
+//!   snapshot (queue list, which keys held something) spare a separate
+//!   queue-list read and the reads of absent keys; they never change the
+//!   numbers.
 //! - **Never waited for when one exists (stale-while-revalidate).** A view
 //!   that finds the snapshot of the current slot uses it; one that finds the
 //!   previous slot's uses that too and starts a refresh in the background
@@ -52,7 +55,7 @@ use chrono::{DateTime, Utc};
 
 use super::WebConfig;
 use crate::Inspector;
-use crate::inspector::{QueueInfo, QueueSample, retry_growth};
+use crate::inspector::{QueueInfo, QueueSample, StatsHints, retry_growth};
 
 /// Least time between two memory estimates of one queue: five minutes (or
 /// the poll interval, when longer). A memory run costs Redis about five
@@ -181,6 +184,10 @@ struct State {
     /// not be read are absent), and when they were read.
     samples: HashMap<String, Vec<QueueSample>>,
     samples_read: Option<Instant>,
+    /// What the last computation learned (queue list, keys present), so
+    /// the next one costs Redis less; kept across invalidations (it never
+    /// changes the numbers).
+    hints: StatsHints,
 }
 
 /// Whether `snap` of `slot` may be served to a view in slot `now`: the
@@ -236,7 +243,7 @@ impl StatsCache {
     ///
     /// Returns at once (no Redis command) when the current or the previous
     /// slot's snapshot exists, starting a background refresh in the latter
-    /// case; otherwise computes it inline (one `queues_stats` call per 100
+    /// case; otherwise computes it inline (one Redis transaction per 100
     /// queues) or waits for the computation already running. May start the
     /// background memory run and the slot-start refresher (tokio tasks).
     pub async fn get(&self, inspector: &Inspector) -> Arc<Snapshot> {
@@ -380,14 +387,18 @@ impl Shared {
         inspector: &Inspector,
         generation: u64,
     ) -> Arc<Snapshot> {
-        let with_samples = self
-            .lock()
-            .samples_read
-            .is_none_or(|at| at.elapsed() >= self.growth_period);
-        let (mut snap, samples) = compute(inspector, with_samples).await;
+        let (with_samples, mut hints) = {
+            let mut st = self.lock();
+            let due = st
+                .samples_read
+                .is_none_or(|at| at.elapsed() >= self.growth_period);
+            (due, std::mem::take(&mut st.hints))
+        };
+        let (mut snap, samples) = compute(inspector, with_samples, &mut hints).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
         let slot = self.slot_of(inspector.broker().now());
         let mut st = self.lock();
+        st.hints = hints;
         if let Some(samples) = samples {
             st.samples = samples;
             st.samples_read = Some(Instant::now());
@@ -470,7 +481,7 @@ impl Shared {
     /// A snapshot with growth samples and memory read inline (poll
     /// interval zero).
     async fn compute_uncached(&self, inspector: &Inspector) -> Snapshot {
-        let (mut snap, samples) = compute(inspector, true).await;
+        let (mut snap, samples) = compute(inspector, true, &mut StatsHints::default()).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
         attach_growth(&mut snap, &samples.unwrap_or_default());
         let names: Vec<String> = snap.queues.iter().map(|r| r.name.clone()).collect();
@@ -527,10 +538,14 @@ async fn refresher(shared: Weak<Shared>, inspector: Inspector) {
 
 /// Reads the queue list and every queue's statistics (no memory estimate,
 /// no growth), and with `with_samples` every queue's growth samples (queues
-/// whose series could not be read left out).
+/// whose series could not be read left out). With the queue list of
+/// `hints` (the last computation's), reads those queues and `asynq:queues`
+/// in one transaction, and reads again only when the list changed; without
+/// it, reads the list first.
 async fn compute(
     inspector: &Inspector,
     with_samples: bool,
+    hints: &mut StatsHints,
 ) -> (Snapshot, Option<HashMap<String, Vec<QueueSample>>>) {
     let taken_at = Utc::now();
     let failed = |e: crate::Error| {
@@ -543,14 +558,38 @@ async fn compute(
             None,
         )
     };
-    let names = match inspector.queues().await {
-        Ok(n) => n,
-        Err(e) => return failed(e),
+    let names = match hints.members() {
+        Some(names) => names.to_vec(),
+        None => match inspector.queues().await {
+            Ok(n) => n,
+            Err(e) => return failed(e),
+        },
     };
-    let rows = match inspector.queues_stats(&names, with_samples).await {
+    let mut rows = match inspector
+        .queues_stats_with(&names, with_samples, hints)
+        .await
+    {
         Ok(rows) => rows,
-        Err(e) => return failed(e),
+        Err(e) => {
+            *hints = StatsHints::default();
+            return failed(e);
+        }
     };
+    if let Some(members) = hints.members().filter(|m| *m != names.as_slice()) {
+        // Queues came or went since the list was read: read the new list
+        // (its rows are those of one transaction again).
+        let names = members.to_vec();
+        rows = match inspector
+            .queues_stats_with(&names, with_samples, hints)
+            .await
+        {
+            Ok(rows) => rows,
+            Err(e) => {
+                *hints = StatsHints::default();
+                return failed(e);
+            }
+        };
+    }
     let mut samples = with_samples.then(HashMap::new);
     let queues = rows
         .into_iter()

@@ -23,10 +23,10 @@
 --   12    pending_since (unix ns, bulk string) of the rightmost (next to run)
 --         pending task, false (nil) when there is none or it has no such field;
 --   13    number of groups; 14 sum of the group zsets' sizes (aggregating tasks).
--- Read-only. The counting is lib/queue_counts.lua, shared with queues_stats.
+-- Read-only. The counting is lib/queue_counts.lua.
 local k = {
     pending = KEYS[1], active = KEYS[2], scheduled = KEYS[3], retry = KEYS[4],
     archived = KEYS[5], completed = KEYS[6], groups = KEYS[12],
 }
 return queue_counts(k, redis.call("MGET", KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]),
-    ARGV[1], ARGV[2], {})
+    ARGV[1], ARGV[2])

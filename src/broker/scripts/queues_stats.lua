@@ -1,46 +1,45 @@
--- queues_stats: the counts of several queues in one call, for the
--- dashboard's statistics snapshot (asynq rdb.CurrentStats for each queue,
--- exactly as queue_stats), and optionally the few samples of each queue's
--- outage series that the retry-growth figures need (asynqdeck only). One
--- queue that cannot be read (a key of the wrong type) yields an error entry;
--- the others answer.
--- KEYS[1] asynq:queues                          set of queue names
--- --
+-- queues_stats: the part of several queues' counts that needs Lua, for the
+-- dashboard's statistics snapshot (asynq rdb.CurrentStats for each queue),
+-- and optionally the few samples of each queue's outage series that the
+-- retry-growth figures need (asynqdeck only). One queue that cannot be read
+-- (a key of the wrong type) yields an error entry; the others answer.
+--
+-- Runs inside the MULTI/EXEC of Broker::queues_stats (src/broker/queues.rs),
+-- next to a plain SMEMBERS asynq:queues (queues deleted since listed), one
+-- MGET of every queue's counters and paused flag, and one EXISTS per kind
+-- of key over the queues this script is not asked to read it for (which
+-- proves those sizes 0; the caller reads again when it does not). Plain
+-- commands there cost Redis a fraction of the same reads made from Lua.
+-- No KEYS: the keys come prebuilt in ARGV (building them here by string
+-- concatenation cost more than passing them). (asynqdeck refuses Redis
+-- Cluster, COMPATIBILITY.md A12.)
 -- ARGV[1] "1" to read the growth samples, "0" not to
 -- ARGV[2] oldest sample time read, unix seconds (now - one hour)
 -- ARGV[3] number W of growth windows; ARGV[4] .. ARGV[3+W] the windows, whole seconds
--- then, with s = 3 + W, the 14 key suffixes every queue's keys share after
--- the queue's prefix asynq:{<q>}: (wire spec key names):
--- ARGV[s+1] .. ARGV[s+6]    pending, active, scheduled, retry, archived, completed
--- ARGV[s+7] .. ARGV[s+10]   processed:<YYYY-MM-DD>, failed:<YYYY-MM-DD> (today, UTC),
---                           processed, failed (all-time counters)
--- ARGV[s+11], ARGV[s+12]    paused, groups
--- ARGV[s+13], ARGV[s+14]    t: (task hash prefix), g: (group zset prefix)
--- then 3 per queue; for the i-th queue, with a = s + 14 + 3 * (i - 1):
--- ARGV[a+1] queue name
--- ARGV[a+2] its key prefix asynq:{<q>}:
--- ARGV[a+3] its outage series asynqdeck:{<q>}:samples  zset "<unix s>:<retry>:<archived>" -> unix s
--- The queues' keys are built here from prefix and suffix rather than passed
--- as KEYS: passing 13 keys per queue cost Redis more than the counting
--- itself. (asynqdeck refuses Redis Cluster, COMPATIBILITY.md A12.) All
--- counters and paused flags are read with one MGET, and a kind of key that
--- no queue has (one EXISTS per kind over all queues) is not read per queue.
--- Returns: one entry per queue, in the order given:
---   {0}                   the queue is not in asynq:queues (deleted since listed);
---   {-1, message}         its counts could not be read: the Redis error text;
---   {1, counts, samples, samples_error}
---                         counts: the 14 values queue_stats returns;
---                         samples: members (each "<unix s>:<retry>:<archived>")
---                         of the series scored >= ARGV[2]: the newest, the
---                         oldest, and for each window w the series covers the
---                         newest scored <= newest - w; at most W + 2, maybe
---                         repeated; empty without samples or when ARGV[1] is "0";
---                         samples_error: false, or the Redis error text when
---                         the series could not be read (samples then empty).
+-- then per queue, in order:
+--   asynq:{<q>}:pending    list
+--   asynq:{<q>}:t:         task hash prefix
+--   n                      number of ARGV items that follow for other keys, then:
+--     "l" <list key>                      LLEN (active)
+--     "z" <zset key>                      ZCARD (scheduled, retry, archived, completed)
+--     "g" <groups set key> <group prefix> number of groups and the sum of
+--                                         their zsets' sizes (aggregating)
+--   asynqdeck:{<q>}:samples (only when ARGV[1] is "1") zset "<unix s>:<retry>:<archived>" -> unix s
+-- Returns one flat array (nested tables cost Redis more to reply), per queue:
+--   ok:    LLEN pending, pending_since of the rightmost (next to run) task
+--          (false when none or no such field), then one size per "l"/"z"
+--          item and two numbers per "g" item, in ARGV order; then, with
+--          samples, m >= 0 and m members of the series scored >= ARGV[2]:
+--          the newest, the oldest, and for each window w the series covers
+--          the newest scored <= newest - w (maybe repeated), or -1 and the
+--          Redis error text when the series could not be read;
+--   error: -1 and the Redis error text (the counts could not be read).
 -- Read-only. Errors are caught per queue (pcall), never raised. Arguments to
 -- Redis are passed as strings (a number costs a conversion per call); a
 -- sample's time is read from its member, which starts with it (the score is
 -- the same number).
+
+local match, format, tonumber, pcall = string.match, string.format, tonumber, pcall
 
 local function error_text(e)
     if type(e) == "table" then
@@ -51,41 +50,7 @@ end
 
 -- The unix time a sample member starts with; nil when it does not parse.
 local function sample_time(member)
-    return tonumber(string.match(member, "^(%d+):"))
-end
-
-local function growth_samples(key, since_arg, since, windows)
-    local newest = redis.call("ZREVRANGE", key, "0", "0")[1]
-    if not newest then
-        return {}
-    end
-    local newest_at = sample_time(newest)
-    if not newest_at or newest_at < since then
-        -- Nothing recent, or a foreign member: read by score.
-        newest = redis.call("ZREVRANGEBYSCORE", key, "+inf", since_arg, "LIMIT", "0", "1")[1]
-        if not newest then
-            return {}
-        end
-        newest_at = sample_time(newest)
-    end
-    local oldest = redis.call("ZRANGEBYSCORE", key, since_arg, "+inf", "LIMIT", "0", "1")[1]
-    local out = {newest, oldest}
-    local oldest_at = sample_time(oldest)
-    if not newest_at or not oldest_at then
-        return out
-    end
-    for _, w in ipairs(windows) do
-        local cutoff = newest_at - w
-        -- When the series does not reach back w, its oldest is the base.
-        if oldest_at <= cutoff then
-            local base = redis.call("ZREVRANGEBYSCORE", key, tostring(cutoff), since_arg,
-                "LIMIT", "0", "1")[1]
-            if base then
-                table.insert(out, base)
-            end
-        end
-    end
-    return out
+    return tonumber(match(member, "^(%d+):"))
 end
 
 local with_samples = ARGV[1] == "1"
@@ -96,85 +61,133 @@ local windows = {}
 for j = 1, nwindows do
     windows[j] = tonumber(ARGV[3 + j])
 end
-local s = 3 + nwindows
-local sfx = {}
-for j = 1, 14 do
-    sfx[j] = ARGV[s + j]
-end
-local nqueues = (#ARGV - s - 14) / 3
 
-local known = {}
-for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
-    known[name] = true
-end
--- The listed queues' keys, built once.
-local qkeys = {}
-for i = 1, nqueues do
-    local a = s + 14 + 3 * (i - 1)
-    if known[ARGV[a + 1]] then
-        local p = ARGV[a + 2]
-        qkeys[i] = {
-            pending = p .. sfx[1], active = p .. sfx[2], scheduled = p .. sfx[3],
-            retry = p .. sfx[4], archived = p .. sfx[5], completed = p .. sfx[6],
-            groups = p .. sfx[12],
-        }
-    end
-end
--- Every listed queue's five string keys in one MGET.
-local string_keys = {}
-for i = 1, nqueues do
-    local a = s + 14 + 3 * (i - 1)
-    if qkeys[i] then
-        local p = ARGV[a + 2]
-        for j = 7, 11 do
-            table.insert(string_keys, p .. sfx[j])
+local out = {}
+local n = 0
+
+-- Appends the queue's counts at ARGV[a + 1 ..] to out; returns the new length.
+local function counts(a, last)
+    local pending_key = ARGV[a + 1]
+    local pending = redis.call("LLEN", pending_key)
+    local since_ns = false
+    if pending > 0 then
+        local id = redis.call("LINDEX", pending_key, "-1")
+        if id then
+            since_ns = redis.call("HGET", ARGV[a + 2] .. id, "pending_since")
         end
     end
-end
-local strings = {}
-if #string_keys > 0 then
-    strings = redis.call("MGET", unpack(string_keys))
-end
--- Most queues are empty in most states (nothing active while idle, no
--- groups, nothing completed without retention): one EXISTS per kind of key
--- over every queue spares a call per queue when no queue has such a key.
--- (Not for pending, which some queue nearly always has.)
-local absent = {}
-for _, name in ipairs({"active", "scheduled", "retry", "archived", "completed", "groups"}) do
-    local ks = {}
-    for i = 1, nqueues do
-        if qkeys[i] then
-            table.insert(ks, qkeys[i][name])
-        end
-    end
-    absent[name] = #ks == 0 or redis.call("EXISTS", unpack(ks)) == 0
-end
-
-local res = {}
-local at = 0
-for i = 1, nqueues do
-    local a = s + 14 + 3 * (i - 1)
-    local k = qkeys[i]
-    if not k then
-        res[i] = {0}
-    else
-        local p = ARGV[a + 2]
-        local mine = {strings[at + 1], strings[at + 2], strings[at + 3], strings[at + 4],
-            strings[at + 5]}
-        at = at + 5
-        local ok, counts = pcall(queue_counts, k, mine, p .. sfx[13], p .. sfx[14], absent)
-        if not ok then
-            res[i] = {-1, error_text(counts)}
-        elseif not with_samples then
-            res[i] = {1, counts, {}, false}
+    local m = n + 2
+    out[n + 1] = pending
+    out[n + 2] = since_ns
+    local j = a + 4
+    while j <= last do
+        local kind = ARGV[j]
+        if kind == "z" then
+            m = m + 1
+            out[m] = redis.call("ZCARD", ARGV[j + 1])
+            j = j + 2
+        elseif kind == "l" then
+            m = m + 1
+            out[m] = redis.call("LLEN", ARGV[j + 1])
+            j = j + 2
+        elseif kind == "g" then
+            local groups = redis.call("SMEMBERS", ARGV[j + 1])
+            local prefix = ARGV[j + 2]
+            local aggregating = 0
+            for _, name in ipairs(groups) do
+                aggregating = aggregating + redis.call("ZCARD", prefix .. name)
+            end
+            out[m + 1] = #groups
+            out[m + 2] = aggregating
+            m = m + 2
+            j = j + 3
         else
-            local sok, samples = pcall(growth_samples, ARGV[a + 3], since_arg, since, windows)
-            if sok then
-                res[i] = {1, counts, samples, false}
-            else
-                res[i] = {1, counts, {}, error_text(samples)}
+            error("queues_stats: unknown item " .. tostring(kind))
+        end
+    end
+    return m
+end
+
+-- Appends the growth samples of series `key` to out after position at;
+-- returns the new length.
+local function growth_samples(at, key)
+    local newest = redis.call("ZREVRANGE", key, "0", "0")[1]
+    if not newest then
+        return at
+    end
+    local newest_at = sample_time(newest)
+    if not newest_at or newest_at < since then
+        -- Nothing recent, or a foreign member: read by score.
+        newest = redis.call("ZREVRANGEBYSCORE", key, "+inf", since_arg, "LIMIT", "0", "1")[1]
+        if not newest then
+            return at
+        end
+        newest_at = sample_time(newest)
+    end
+    local oldest = redis.call("ZRANGEBYSCORE", key, since_arg, "+inf", "LIMIT", "0", "1")[1]
+    at = at + 1
+    out[at] = newest
+    if oldest then
+        at = at + 1
+        out[at] = oldest
+    end
+    if not newest_at then
+        return at
+    end
+    for _, w in ipairs(windows) do
+        local cutoff = newest_at - w
+        -- Nothing scored in [since, cutoff] (the series does not reach back
+        -- w): no base; the oldest is (retry_growth falls back to it).
+        if cutoff >= since then
+            -- %d: tostring would format a double (%.14g), which costs more.
+            local base = redis.call("ZREVRANGEBYSCORE", key, format("%d", cutoff), since_arg,
+                "LIMIT", "0", "1")[1]
+            if base then
+                at = at + 1
+                out[at] = base
             end
         end
     end
+    return at
 end
-return res
+
+-- Drops out[from ..] (what a failed step had appended).
+local function truncate(from)
+    for j = #out, from, -1 do
+        out[j] = nil
+    end
+end
+
+local a = 3 + nwindows
+while a < #ARGV do
+    local extra = ARGV[a + 3]
+    local last = a + 3 + (extra == "0" and 0 or tonumber(extra))
+    local ok, m = pcall(counts, a, last)
+    if ok then
+        n = m
+        if with_samples then
+            last = last + 1
+            out[n + 1] = 0 -- the count's place, so out has no hole
+            local sok, s = pcall(growth_samples, n + 1, ARGV[last])
+            if sok then
+                out[n + 1] = s - n - 1
+                n = s
+            else
+                truncate(n + 1)
+                out[n + 1] = -1
+                out[n + 2] = error_text(s)
+                n = n + 2
+            end
+        end
+    else
+        truncate(n + 1)
+        out[n + 1] = -1
+        out[n + 2] = error_text(m)
+        n = n + 2
+        if with_samples then
+            last = last + 1
+        end
+    end
+    a = last
+end
+return out

@@ -1,7 +1,8 @@
 -- lib/queue_counts: the counts of one queue for QueueInfo (asynq
--- rdb.CurrentStats), shared by queue_stats (one queue) and queues_stats (many
--- at once); prepended to them by scripts.rs (Lua has no includes).
--- Defines queue_counts(k, strings, task_prefix, group_prefix, absent):
+-- rdb.CurrentStats), for queue_stats; prepended to it by scripts.rs (Lua has
+-- no includes). (queues_stats, the dashboard's many-queue read, reads the
+-- same keys the same way, partly with plain commands around it.)
+-- Defines queue_counts(k, strings, task_prefix, group_prefix):
 --   k             the queue's keys by name: k.pending, k.active (lists),
 --                 k.scheduled, k.retry, k.archived, k.completed (zsets),
 --                 k.groups (set of group names)
@@ -11,27 +12,18 @@
 --                 a key of another type as absent)
 --   task_prefix   asynq:{<q>}:t:   (a task's hash is prefix .. id)
 --   group_prefix  asynq:{<q>}:g:   (a group's zset is prefix .. name)
---   absent        keys the caller knows do not exist, by the names of k
---                 (absent.retry == true: k.retry is not read, its size is 0);
---                 {} to read every key
 -- Returns: the array of 14 values queue_stats.lua documents. Read-only.
 -- A list, zset or set key of the wrong type raises the Redis error
 -- (WRONGTYPE ...).
 -- asynq divergence: COMPATIBILITY.md#q4
-local function queue_counts(k, strings, task_prefix, group_prefix, absent)
-    local function size(cmd, name)
-        if absent[name] then
-            return 0
-        end
-        return redis.call(cmd, k[name])
-    end
+local function queue_counts(k, strings, task_prefix, group_prefix)
     local res = {}
-    res[1] = size("LLEN", "pending")
-    res[2] = size("LLEN", "active")
-    res[3] = size("ZCARD", "scheduled")
-    res[4] = size("ZCARD", "retry")
-    res[5] = size("ZCARD", "archived")
-    res[6] = size("ZCARD", "completed")
+    res[1] = redis.call("LLEN", k.pending)
+    res[2] = redis.call("LLEN", k.active)
+    res[3] = redis.call("ZCARD", k.scheduled)
+    res[4] = redis.call("ZCARD", k.retry)
+    res[5] = redis.call("ZCARD", k.archived)
+    res[6] = redis.call("ZCARD", k.completed)
     for i = 1, 4 do
         res[6 + i] = strings[i]
     end
@@ -43,10 +35,7 @@ local function queue_counts(k, strings, task_prefix, group_prefix, absent)
             res[12] = redis.call("HGET", task_prefix .. next_id, "pending_since")
         end
     end
-    local groups = {}
-    if not absent.groups then
-        groups = redis.call("SMEMBERS", k.groups)
-    end
+    local groups = redis.call("SMEMBERS", k.groups)
     local aggregating = 0
     for _, name in ipairs(groups) do
         aggregating = aggregating + redis.call("ZCARD", group_prefix .. name)
