@@ -293,9 +293,13 @@ impl ResultWriter {
 /// the server polls those once itself and spawns them only if still
 /// pending, which spares a thread wake-up per quick task. A type whose first
 /// poll ever took over 1 ms is always spawned. As in any async code, long
-/// computations and blocking calls belong in `spawn_blocking`; a quick
-/// type that starts blocking its thread on another task of the same server
-/// could hold up the server's fetch loop.
+/// computations and blocking calls belong in `spawn_blocking`. Unlike Go,
+/// a handler must not block its thread until another task runs (a
+/// `std::sync` barrier, condvar or blocking channel between tasks): the
+/// other task may be queued on the same runtime thread and only start once
+/// the wait ends (tokio does not let other threads take a blocked thread's
+/// next task), and a quick type that starts doing so could also hold up the
+/// server's fetch loop. Wait with async primitives (`tokio::sync`) instead.
 pub trait Handler: Send + Sync + 'static {
     /// Processes one task. The future must be `'static`: clone what it needs
     /// from `self` before the `async move` block.

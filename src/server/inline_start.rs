@@ -10,8 +10,8 @@
 //! wake-up is lost).
 //!
 //! Only learned-quick types: a handler may compute, or block its thread
-//! (even on a sibling task), before its first `.await`, and that must not
-//! hold up the fetch loop. Workers of a new type are spawned, with their
+//! (even on a sibling task, which the `Handler` docs warn against), before
+//! its first `.await`, and that must not hold up the fetch loop. Workers of a new type are spawned, with their
 //! first poll timed; after [`QUICK_STREAK`] first polls in a row under
 //! [`QUICK_FIRST_POLL`] the type is quick. A first poll over
 //! [`SLOW_FIRST_POLL`], spawned or inline, makes the type slow for good
