@@ -18,6 +18,7 @@
 //! (always spawned), and the inline polls of one batch stop once they used
 //! [`BATCH_BUDGET`].
 
+// asynq divergence: COMPATIBILITY.md#w12
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
