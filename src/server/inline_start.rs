@@ -155,6 +155,15 @@ mod tests {
         })
     }
 
+    /// A fresh registry, a completion counter and an empty worker set.
+    fn fixture() -> (Arc<InlineStart>, Arc<AtomicUsize>, tokio::task::JoinSet<()>) {
+        (
+            Arc::new(InlineStart::default()),
+            Arc::new(AtomicUsize::new(0)),
+            tokio::task::JoinSet::new(),
+        )
+    }
+
     fn quick(inline: &InlineStart, task_type: &str) {
         inline
             .kinds
@@ -165,11 +174,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_new_type_is_spawned_until_its_first_polls_were_quick_in_a_row() {
-        let (inline, done) = (
-            Arc::new(InlineStart::default()),
-            Arc::new(AtomicUsize::new(0)),
-        );
-        let mut workers = tokio::task::JoinSet::new();
+        let (inline, done, mut workers) = fixture();
         let mut budget = BATCH_BUDGET;
         inline.start(
             &mut workers,
@@ -194,12 +199,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_quick_worker_ends_in_its_inline_poll_and_a_waiting_one_is_spawned() {
-        let (inline, done) = (
-            Arc::new(InlineStart::default()),
-            Arc::new(AtomicUsize::new(0)),
-        );
+        let (inline, done, mut workers) = fixture();
         quick(&inline, "t");
-        let mut workers = tokio::task::JoinSet::new();
         let mut budget = BATCH_BUDGET;
         inline.start(
             &mut workers,
@@ -222,11 +223,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_first_poll_spawned_or_inline_makes_its_type_always_spawned() {
-        let (inline, done) = (
-            Arc::new(InlineStart::default()),
-            Arc::new(AtomicUsize::new(0)),
-        );
-        let mut workers = tokio::task::JoinSet::new();
+        let (inline, done, mut workers) = fixture();
         let mut budget = Duration::from_secs(1);
         let slow = SLOW_FIRST_POLL * 3;
         // Spawned (learning): its timed first poll marks the type.
@@ -281,12 +278,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_spent_budget_spawns_the_rest_of_the_batch() {
-        let (inline, done) = (
-            Arc::new(InlineStart::default()),
-            Arc::new(AtomicUsize::new(0)),
-        );
+        let (inline, done, mut workers) = fixture();
         quick(&inline, "t");
-        let mut workers = tokio::task::JoinSet::new();
         let mut budget = Duration::from_micros(500);
         // 0.8 ms: above the budget (and maybe marked slow; either way the
         // next one is spawned).
