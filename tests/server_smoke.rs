@@ -286,3 +286,91 @@ async fn a_broken_queue_does_not_stall_the_others() {
     let kept: String = redis::AsyncCommands::get(&mut conn, &broken).await.unwrap();
     assert_eq!(kept, "not a list");
 }
+
+/// Once a task type is learned quick (more than 64 quick first polls), its
+/// tasks start inside the fetch loop (src/server/inline_start.rs) and must
+/// behave exactly as spawned ones (S25, S15): a panic in the first poll is
+/// caught with its location, an error archives at MaxRetry 0, a task that
+/// waits is spawned and finishes; every task once, counters exact.
+#[tokio::test]
+async fn a_type_learned_quick_still_panics_fails_and_waits_like_any_task() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let runs = Arc::new(AtomicU32::new(0));
+    let mut mux = ServeMux::new();
+    let r = runs.clone();
+    mux.handle_fn("t", move |_ctx: TaskContext, t: Task| {
+        r.fetch_add(1, Ordering::SeqCst);
+        async move {
+            match t.payload() {
+                b"panic" => panic!("boom in the first poll"),
+                b"err" => Err(anyhow::anyhow!("plain failure")),
+                b"wait" => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
+        }
+    });
+    let config = Config {
+        concurrency: 10,
+        ..Config::default()
+    };
+    let server = Server::connect(&db.url(), config).await.unwrap();
+    let handle = server.shutdown_handle();
+    let run = tokio::spawn(server.run_until(mux, std::future::pending()));
+    let processed = |n: i64| {
+        let inspector = inspector.clone();
+        support::eventually(Duration::from_secs(30), move || {
+            let inspector = inspector.clone();
+            async move {
+                let q = inspector.queue_info("default").await.ok()?;
+                (q.processed == n).then_some(q)
+            }
+        })
+    };
+    for _ in 0..200 {
+        client
+            .enqueue(&Task::new("t", b"ok".to_vec()), EnqueueOptions::new())
+            .await
+            .unwrap();
+    }
+    processed(200).await.expect("the quick ones");
+    let mut failing = Vec::new();
+    for (payload, n) in [("panic", 3), ("err", 3), ("wait", 20)] {
+        for _ in 0..n {
+            let info = client
+                .enqueue(
+                    &Task::new("t", payload.as_bytes().to_vec()),
+                    EnqueueOptions::new().max_retry(0),
+                )
+                .await
+                .unwrap();
+            if payload != "wait" {
+                failing.push((payload, info.id));
+            }
+        }
+    }
+    let q = processed(226).await.expect("all attempts counted");
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 226, "every task ran once");
+    assert_eq!((q.failed, q.archived, q.pending, q.active), (6, 6, 0, 0));
+    for (payload, id) in failing {
+        let info = inspector.get_task_info("default", &id).await.unwrap();
+        assert_eq!(info.state, TaskState::Archived, "{payload}");
+        if payload == "panic" {
+            assert!(
+                info.last_err.starts_with("panic error cause by: panic [")
+                    && info.last_err.contains("server_smoke.rs:")
+                    && info.last_err.ends_with("]: boom in the first poll"),
+                "{}",
+                info.last_err
+            );
+        } else {
+            assert_eq!(info.last_err, "plain failure");
+        }
+    }
+}
