@@ -962,3 +962,300 @@ async fn refused_memory_usage_is_na_in_its_cell() {
         .await
         .unwrap();
 }
+
+/// Commands Redis ran since the last call (commands inside scripts
+/// included; `INFO`, `CONFIG` and `CLIENT` left out), by name, then resets
+/// the counts. Only meaningful on a private server.
+async fn commands_since(
+    conn: &mut MultiplexedConnection,
+) -> std::collections::BTreeMap<String, u64> {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(conn)
+        .await
+        .unwrap();
+    stats
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            (!(name == "info" || name.starts_with("config|") || name.starts_with("client|")))
+                .then(|| (name.to_string(), calls))
+        })
+        .collect()
+}
+
+/// The ids of the clients with key tracking on (`CLIENT LIST` flag `t`).
+async fn tracking_clients(conn: &mut MultiplexedConnection) -> Vec<String> {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(conn)
+        .await
+        .unwrap();
+    list.lines()
+        .filter(|l| {
+            l.split(' ')
+                .any(|f| f.strip_prefix("flags=").is_some_and(|f| f.contains('t')))
+        })
+        .filter_map(|l| l.split(' ').next()?.strip_prefix("id=").map(str::to_string))
+        .collect()
+}
+
+/// Tracked hints (Redis key tracking): once every queue's numbers are
+/// known, a call with nothing changed costs Redis one PING, yet every change
+/// by another connection — a task enqueued, only the next task's
+/// `pending_since`, a counter, a retry added or deleted, pause and resume,
+/// a new queue, the UTC day turning, a flush — is in the very next call's
+/// numbers, which always equal `queue_info`'s. A killed tracking connection
+/// is noticed (that call reads everything uncached) and replaced.
+#[tokio::test]
+async fn tracked_hints_read_only_what_changed_and_stay_exact() {
+    let db = support::private_redis();
+    let mut w = setup(&db).await;
+    for _ in 0..4 {
+        enqueue(&w, "plain", EnqueueOptions::new()).await;
+    }
+    for i in 0..2 {
+        seed(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
+    }
+    enqueue(&w, "held", EnqueueOptions::new()).await;
+    w.inspector.pause_queue("held").await.unwrap();
+    let today = now().date_naive();
+    let _: () = w
+        .conn
+        .set(keys::processed_key("retrying", today), 5)
+        .await
+        .unwrap();
+    let names = w.inspector.queues().await.unwrap();
+    assert_eq!(names, ["held", "plain", "retrying"]);
+    let mut hints = StatsHints::tracked();
+    let mut conn = w.conn.clone();
+
+    // Call 1 reads everything; call 2 again the queues with a pending
+    // task (their next task's hash is declared from now on).
+    for _ in 0..2 {
+        let rows = w
+            .inspector
+            .queues_stats_with(&names, false, &mut hints)
+            .await
+            .unwrap();
+        assert_rows_exact(&w, &rows).await;
+    }
+    assert_eq!(tracking_clients(&mut conn).await.len(), 1);
+    commands_since(&mut conn).await;
+
+    // Nothing changed: one PING, and the latency still grows with time.
+    w.clock.set(now() + chrono::Duration::seconds(10));
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, false, &mut hints)
+        .await
+        .unwrap();
+    assert_eq!(
+        commands_since(&mut conn).await,
+        [("ping".to_string(), 1)].into_iter().collect()
+    );
+    assert_rows_exact(&w, &rows).await;
+    let plain = rows[1].info.as_ref().unwrap();
+    assert_eq!((plain.pending, plain.latency), (4, Duration::from_secs(10)));
+    assert_eq!(hints.members(), Some(names.as_slice()));
+
+    // Each change below is seen by the next call, which reads again.
+    let next_plain: String = conn.lindex(keys::pending_key("plain"), -1).await.unwrap();
+    let later_ns = (now() + chrono::Duration::seconds(4))
+        .timestamp_nanos_opt()
+        .unwrap();
+    type Change =
+        Box<dyn Fn(MultiplexedConnection) -> futures_util::future::BoxFuture<'static, ()>>;
+    let hash = keys::task_key("plain", &next_plain);
+    let changes: Vec<(&str, Change)> = vec![
+        (
+            "only the next task's pending_since",
+            Box::new(move |mut c| {
+                let hash = hash.clone();
+                Box::pin(async move {
+                    let _: () = c.hset(hash, "pending_since", later_ns).await.unwrap();
+                })
+            }),
+        ),
+        (
+            "a counter",
+            Box::new(|mut c| {
+                Box::pin(async move {
+                    let _: () = c
+                        .incr(keys::processed_key("retrying", now().date_naive()), 1)
+                        .await
+                        .unwrap();
+                })
+            }),
+        ),
+        (
+            "a retry task",
+            Box::new(|mut c| {
+                Box::pin(async move { seed(&mut c, "retrying", "r9", "retry").await })
+            }),
+        ),
+        (
+            "the retry set deleted",
+            Box::new(|mut c| {
+                Box::pin(async move {
+                    let _: () = c.del(keys::retry_key("retrying")).await.unwrap();
+                })
+            }),
+        ),
+        (
+            "resumed",
+            Box::new(|mut c| {
+                Box::pin(async move {
+                    let _: () = c.del(keys::paused_key("held")).await.unwrap();
+                })
+            }),
+        ),
+        (
+            "an active task where none was",
+            Box::new(|mut c| Box::pin(async move { seed(&mut c, "held", "a1", "active").await })),
+        ),
+        (
+            "the next task taken",
+            Box::new(|mut c| {
+                Box::pin(async move {
+                    let _: Option<String> = c.rpop(keys::pending_key("plain"), None).await.unwrap();
+                })
+            }),
+        ),
+    ];
+    for (what, change) in changes {
+        change(conn.clone()).await;
+        commands_since(&mut conn).await;
+        let rows = w
+            .inspector
+            .queues_stats_with(&names, false, &mut hints)
+            .await
+            .unwrap();
+        let ran = commands_since(&mut conn).await;
+        assert!(ran.contains_key("evalsha"), "{what}: read again: {ran:?}");
+        assert_rows_exact(&w, &rows).await;
+    }
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, false, &mut hints)
+        .await
+        .unwrap();
+    assert_rows_exact(&w, &rows).await;
+    let retrying = rows[2].info.as_ref().unwrap();
+    assert_eq!((retrying.retry, retrying.processed), (0, 6));
+    let held = rows[0].info.as_ref().unwrap();
+    assert_eq!((held.paused, held.active), (false, 1));
+
+    // A new queue: the list read says so.
+    enqueue(&w, "newer", EnqueueOptions::new()).await;
+    w.inspector
+        .queues_stats_with(&names, false, &mut hints)
+        .await
+        .unwrap();
+    assert_eq!(
+        hints.members().unwrap(),
+        ["held", "newer", "plain", "retrying"]
+    );
+
+    // The UTC day turns: today's counters are other keys.
+    w.clock.set(now() + chrono::Duration::days(1));
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, false, &mut hints)
+        .await
+        .unwrap();
+    assert_rows_exact(&w, &rows).await;
+    assert_eq!(rows[2].info.as_ref().unwrap().processed, 0);
+
+    // The tracking connection killed: the change made meanwhile is seen,
+    // and tracking starts again.
+    let ids = tracking_clients(&mut conn).await;
+    assert_eq!(ids.len(), 1);
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(&ids[0])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    enqueue(&w, "plain", EnqueueOptions::new()).await;
+    for _ in 0..2 {
+        let rows = w
+            .inspector
+            .queues_stats_with(&names, false, &mut hints)
+            .await
+            .unwrap();
+        assert_rows_exact(&w, &rows).await;
+        assert_eq!(rows[1].info.as_ref().unwrap().pending, 4);
+    }
+    let again = tracking_clients(&mut conn).await;
+    assert_eq!(again.len(), 1);
+    assert_ne!(again, ids);
+
+    // A flush: every queue is gone.
+    let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, false, &mut hints)
+        .await
+        .unwrap();
+    for row in &rows {
+        assert!(
+            matches!(&row.info, Err(Error::QueueNotFound { queue }) if *queue == row.queue),
+            "{row:?}"
+        );
+    }
+}
+
+/// Where Redis refuses key tracking (here an ACL user without the `client`
+/// command), tracked hints read every queue as untracked ones do: exact
+/// numbers, no tracking client.
+#[tokio::test]
+async fn tracked_hints_without_tracking_read_uncached() {
+    let db = support::private_redis();
+    let mut admin = db.raw().await;
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER", "limited", "on", ">pw", "~*", "&*", "+@all", "-client",
+        ])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let url = format!("redis://limited:pw@127.0.0.1:{}/0", db.port);
+    let clock = SimulatedClock::new(now());
+    let broker = Broker::connect(&url)
+        .await
+        .unwrap()
+        .with_clock(Arc::new(clock.clone()));
+    let w = World {
+        client: Client::from_broker(broker.clone()),
+        inspector: Inspector::from_broker(broker),
+        clock,
+        conn: db.raw().await,
+    };
+    enqueue(&w, "plain", EnqueueOptions::new()).await;
+    let names = vec!["plain".to_string()];
+    let mut hints = StatsHints::tracked();
+    for n in 1..=3 {
+        let rows = w
+            .inspector
+            .queues_stats_with(&names, false, &mut hints)
+            .await
+            .unwrap();
+        assert_rows_exact(&w, &rows).await;
+        assert_eq!(rows[0].info.as_ref().unwrap().pending, n);
+        enqueue(&w, "plain", EnqueueOptions::new()).await;
+    }
+    assert!(tracking_clients(&mut admin).await.is_empty());
+}

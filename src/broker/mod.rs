@@ -30,6 +30,7 @@ mod results;
 mod samples;
 mod servers;
 mod tasks;
+mod tracking;
 mod waiter;
 
 pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
@@ -41,6 +42,7 @@ pub use enqueue::EnqueueTarget;
 pub(crate) use queues::{KeyKinds, QueueStats};
 pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
 pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
+pub(crate) use tracking::StatsTracking;
 pub use waiter::PendingWaiter;
 
 use chrono::{DateTime, Utc};

@@ -5,6 +5,7 @@
 //! `GroupStats`, `Pause`, `Unpause`, `RemoveQueue` (`internal/rdb/inspect.go`;
 //! wire spec §6.4, §9.5–9.8).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -65,8 +66,38 @@ pub(crate) struct QueueStats {
     /// Now minus `pending_since` of the next pending task; zero when there is
     /// none, it has no `pending_since`, or the time lies in the future.
     pub latency: Duration,
+    /// `pending_since` of the next pending task as read (unix nanoseconds),
+    /// 0 when there is none or it has no such field: what `latency` is
+    /// computed from, kept so [`QueueStats::at`] can recompute it.
+    pub pending_since: i64,
     /// When the snapshot was taken.
     pub timestamp: DateTime<Utc>,
+}
+
+/// Now minus `pending_since` (unix nanoseconds; 0 for none), clamped at 0
+/// (Go can report a negative latency under clock skew).
+// asynq divergence: COMPATIBILITY.md#q4
+fn latency_at(now: DateTime<Utc>, pending_since: i64) -> Duration {
+    match pending_since {
+        0 => Duration::ZERO,
+        ns => (now - DateTime::from_timestamp_nanos(ns))
+            .to_std()
+            .unwrap_or_default(),
+    }
+}
+
+impl QueueStats {
+    /// The same numbers as of `now`: only the latency (it grows with time
+    /// while the same task is next) and the timestamp change. For numbers
+    /// known unchanged since they were read (key tracking,
+    /// `src/broker/tracking.rs`).
+    pub(crate) fn at(&self, now: DateTime<Utc>) -> QueueStats {
+        QueueStats {
+            latency: latency_at(now, self.pending_since),
+            timestamp: now,
+            ..self.clone()
+        }
+    }
 }
 
 /// One outage-series sample: `(time, retry size, archived size)`.
@@ -86,6 +117,9 @@ pub(crate) struct QueueStatsEntry {
     /// [`Broker::queues_stats`]. `None` when not asked for; empty when the
     /// counts failed.
     pub samples: Option<Result<Vec<Sample>>>,
+    /// The id of the next pending task, as read with the numbers (`None`
+    /// when nothing is pending or the numbers failed).
+    pub next_id: Option<Vec<u8>>,
 }
 
 /// Reads an integer reply.
@@ -202,14 +236,7 @@ fn parse_stats(queue: &str, now: DateTime<Utc>, reply: Vec<Value>) -> Result<Que
         "{}<next pending> pending_since",
         keys::task_key_prefix(queue)
     );
-    // Clamped at 0 (Go can report a negative latency under clock skew).
-    // asynq divergence: COMPATIBILITY.md#q4
-    let latency = match counter_of(&pending_since, &since_key)? {
-        0 => Duration::ZERO,
-        ns => (now - DateTime::from_timestamp_nanos(ns))
-            .to_std()
-            .unwrap_or_default(),
-    };
+    let pending_since = counter_of(&pending_since, &since_key)?;
     Ok(QueueStats {
         pending: int_of(&pending, "pending")?,
         active: int_of(&active, "active")?,
@@ -222,11 +249,25 @@ fn parse_stats(queue: &str, now: DateTime<Utc>, reply: Vec<Value>) -> Result<Que
         processed_total: counter_of(&processed_total, &keys::processed_total_key(queue))?,
         failed_total: counter_of(&failed_total, &keys::failed_total_key(queue))?,
         paused: int_of(&paused, "paused")? == 1,
-        latency,
+        latency: latency_at(now, pending_since),
+        pending_since,
         groups: int_of(&groups, "groups")?,
         aggregating: int_of(&aggregating, "aggregating")?,
         timestamp: now,
     })
+}
+
+/// `v` in the shapes of RESP2: sets as arrays, booleans as Lua's `true`
+/// and `false` come back there (1 and nil), inside arrays too.
+fn resp2(v: Value) -> Value {
+    match v {
+        Value::Set(items) | Value::Array(items) => {
+            Value::Array(items.into_iter().map(resp2).collect())
+        }
+        Value::Boolean(true) => Value::Int(1),
+        Value::Boolean(false) => Value::Nil,
+        other => other,
+    }
 }
 
 /// Text of a bulk or simple string reply.
@@ -391,6 +432,7 @@ fn parse_queue(
         queue: queue.to_string(),
         stats: Err(e),
         samples: with_samples.then(|| Ok(Vec::new())),
+        next_id: None,
     };
     let pending = next()?;
     if let Value::Int(-1) = pending {
@@ -400,6 +442,10 @@ fn parse_queue(
     }
     let pending = pending.clone();
     let pending_since = next()?.clone();
+    let next_id = match next()? {
+        Value::BulkString(id) => Some(id.clone()),
+        _ => None,
+    };
     let zero = || Value::Int(0);
     let mut sizes = [zero(), zero(), zero(), zero(), zero(), zero(), zero()];
     for (i, kind) in KeyKinds::EACH.into_iter().enumerate() {
@@ -471,6 +517,7 @@ fn parse_queue(
         queue: queue.to_string(),
         stats,
         samples,
+        next_id,
     })
 }
 
@@ -625,8 +672,41 @@ impl Broker {
         windows: &[Duration],
         with_samples: bool,
     ) -> Result<QueuesStats> {
-        let now = self.now();
         let mut conn = self.conn();
+        self.queues_stats_on(
+            &mut conn,
+            None,
+            queues,
+            expected,
+            since,
+            windows,
+            with_samples,
+        )
+        .await
+    }
+
+    /// [`Broker::queues_stats`] on `conn`. With `declare` (the next pending
+    /// task's id per queue as last read), every key the script reads
+    /// besides group zsets and growth samples is also passed as its KEYS —
+    /// the pending list, the hash of the task `declare` names, and the sizes
+    /// read — so that a connection with Redis's key tracking on hears of
+    /// their changes (Redis tracks a script's declared keys only; the
+    /// transaction's plain commands are tracked as they are).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn queues_stats_on<C>(
+        &self,
+        conn: &mut C,
+        declare: Option<&HashMap<String, Vec<u8>>>,
+        queues: &[String],
+        expected: &(dyn Fn(&str) -> KeyKinds + Sync),
+        since: DateTime<Utc>,
+        windows: &[Duration],
+        with_samples: bool,
+    ) -> Result<QueuesStats>
+    where
+        C: redis::aio::ConnectionLike + Send,
+    {
+        let now = self.now();
         let mut out = QueuesStats {
             entries: Vec::with_capacity(queues.len()),
             members: Vec::new(),
@@ -645,12 +725,21 @@ impl Broker {
                     })
                     .collect();
                 let probed = self
-                    .stats_transaction(&mut conn, chunk, &read, now, since, windows, with_samples)
+                    .stats_transaction(
+                        conn,
+                        chunk,
+                        &read,
+                        declare,
+                        now,
+                        since,
+                        windows,
+                        with_samples,
+                    )
                     .await?;
                 out.transactions += 1;
                 match probed {
                     Transaction::NoScript if !loaded => {
-                        scripts::QUEUES_STATS.load_async(&mut conn).await?;
+                        scripts::QUEUES_STATS.load_async(conn).await?;
                         loaded = true;
                     }
                     Transaction::NoScript => {
@@ -674,18 +763,23 @@ impl Broker {
     }
 
     /// One transaction of [`Broker::queues_stats`] for `chunk`, reading per
-    /// queue the kinds in `read` (same order) and proving the others absent.
+    /// queue the kinds in `read` (same order) and proving the others absent;
+    /// `declare` as for [`Broker::queues_stats_on`].
     #[allow(clippy::too_many_arguments)]
-    async fn stats_transaction(
+    async fn stats_transaction<C>(
         &self,
-        conn: &mut redis::aio::ConnectionManager,
+        conn: &mut C,
         chunk: &[String],
         read: &[KeyKinds],
+        declare: Option<&HashMap<String, Vec<u8>>>,
         now: DateTime<Utc>,
         since: DateTime<Utc>,
         windows: &[Duration],
         with_samples: bool,
-    ) -> Result<Transaction> {
+    ) -> Result<Transaction>
+    where
+        C: redis::aio::ConnectionLike + Send,
+    {
         let today = now.date_naive();
         let mut pipe = redis::pipe();
         pipe.atomic().ignore_errors();
@@ -714,10 +808,25 @@ impl Broker {
                 probed.push(kind);
             }
         }
+        let mut declared: Vec<Vec<u8>> = Vec::new();
+        if let Some(ids) = declare {
+            for (q, r) in chunk.iter().zip(read) {
+                declared.push(keys::pending_key(q).into_bytes());
+                if let Some(id) = ids.get(q) {
+                    let mut hash = keys::task_key_prefix(q).into_bytes();
+                    hash.extend_from_slice(id);
+                    declared.push(hash);
+                }
+                for kind in KeyKinds::EACH.into_iter().filter(|k| r.contains(*k)) {
+                    declared.push(kind.key(q).into_bytes());
+                }
+            }
+        }
         let script = pipe
             .cmd("EVALSHA")
             .arg(scripts::QUEUES_STATS.get_hash())
-            .arg(0)
+            .arg(declared.len())
+            .arg(declared)
             .arg(if with_samples { "1" } else { "0" })
             .arg(since.timestamp().to_string())
             .arg(windows.len().to_string());
@@ -744,6 +853,9 @@ impl Broker {
             }
         }
         let replies: Vec<Value> = pipe.query_async(conn).await?;
+        // A RESP3 connection (key tracking) answers sets and Lua's false in
+        // their own types; read them as on RESP2.
+        let replies: Vec<Value> = replies.into_iter().map(resp2).collect();
         let expected_len = 3 + probed.len();
         if replies.len() != expected_len {
             return Err(flat_error(&format!(
@@ -800,6 +912,7 @@ impl Broker {
                     queue: q.clone(),
                     stats: Err(Error::QueueNotFound { queue: q.clone() }),
                     samples: with_samples.then(|| Ok(Vec::new())),
+                    next_id: None,
                 });
             }
         }

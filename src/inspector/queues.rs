@@ -11,8 +11,8 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 
 use super::Inspector;
-use crate::broker::KeyKinds;
 use crate::broker::keys;
+use crate::broker::{KeyKinds, StatsTracking};
 use crate::error::{Error, Result};
 
 /// A snapshot of one queue (Go `asynq.QueueInfo`; wire spec §9.6).
@@ -81,14 +81,43 @@ pub struct QueueStatsRow {
 /// the queue list as last read (the queues to read next, when the caller
 /// has no fresher list). Hints never change the numbers: a wrong guess
 /// costs a second transaction. Empty at first.
-#[derive(Clone, Debug, Default)]
+///
+/// Hints made by [`StatsHints::tracked`] also keep a Redis connection with
+/// key tracking on (Redis ≥ 6, client-side caching): a queue none of whose
+/// keys changed since the last call is not read again (`src/broker/tracking.rs`).
+#[derive(Debug, Default)]
 pub struct StatsHints {
     present: HashMap<String, KeyKinds>,
     members: Option<Vec<String>>,
     transactions: usize,
+    tracking: Option<Box<StatsTracking>>,
 }
 
 impl StatsHints {
+    /// Empty hints that also track keys: each call reads only the queues
+    /// whose keys changed since the previous one (any change, by any
+    /// client, before the call's last reply is heard of, so the numbers are
+    /// as fresh as a full read), and the others cost Redis one `PING` per
+    /// 100 queues. Holds one more Redis connection (RESP3, `CLIENT TRACKING
+    /// ON`) from the first call on. Where Redis refuses that (Redis < 6, an
+    /// ACL without `client`, a proxy without RESP3), calls read everything
+    /// as with [`StatsHints::default`], trying again every 10 minutes.
+    pub fn tracked() -> StatsHints {
+        StatsHints {
+            tracking: Some(Box::default()),
+            ..StatsHints::default()
+        }
+    }
+
+    /// Forgets what was learned, keeping the kind of hints (tracked or not).
+    pub fn reset(&mut self) {
+        *self = if self.tracking.is_some() {
+            StatsHints::tracked()
+        } else {
+            StatsHints::default()
+        };
+    }
+
     /// How many Redis transactions the last call took: one per 100 queues
     /// when the hints were right.
     pub fn last_transactions(&self) -> usize {
@@ -236,7 +265,7 @@ impl Inspector {
         queues: &[String],
         with_samples: bool,
     ) -> Result<Vec<QueueStatsRow>> {
-        self.read_queues_stats(queues, with_samples, &|_| KeyKinds::ALL)
+        self.read_queues_stats(queues, with_samples, &|_| KeyKinds::ALL, None)
             .await
             .map(|(rows, _, _)| rows)
     }
@@ -255,9 +284,12 @@ impl Inspector {
     ) -> Result<Vec<QueueStatsRow>> {
         let present = &hints.present;
         let (rows, members, transactions) = self
-            .read_queues_stats(queues, with_samples, &|q| {
-                present.get(q).copied().unwrap_or(KeyKinds::NONE)
-            })
+            .read_queues_stats(
+                queues,
+                with_samples,
+                &|q| present.get(q).copied().unwrap_or(KeyKinds::NONE),
+                hints.tracking.as_deref_mut(),
+            )
             .await?;
         hints.transactions = transactions;
         hints.present = rows
@@ -278,12 +310,14 @@ impl Inspector {
 
     /// The rows of [`Inspector::queues_stats`], reading for each valid queue
     /// the kinds of keys `expected` says (the others are proved absent or
-    /// read after all), and `asynq:queues` as read (sorted).
+    /// read after all), and `asynq:queues` as read (sorted); through key
+    /// tracking when given its state.
     async fn read_queues_stats(
         &self,
         queues: &[String],
         with_samples: bool,
         expected: &(dyn Fn(&str) -> KeyKinds + Sync),
+        tracking: Option<&mut StatsTracking>,
     ) -> Result<(Vec<QueueStatsRow>, Vec<String>, usize)> {
         let valid: Vec<String> = queues
             .iter()
@@ -293,16 +327,31 @@ impl Inspector {
         let window = chrono::Duration::from_std(crate::broker::SAMPLE_WINDOW)
             .unwrap_or(chrono::Duration::zero());
         let since = self.broker.now() - window;
-        let read = self
-            .broker
-            .queues_stats(
-                &valid,
-                expected,
-                since,
-                &super::GROWTH_WINDOWS,
-                with_samples,
-            )
-            .await?;
+        let read = match tracking {
+            Some(t) => {
+                self.broker
+                    .queues_stats_tracked(
+                        t,
+                        &valid,
+                        expected,
+                        since,
+                        &super::GROWTH_WINDOWS,
+                        with_samples,
+                    )
+                    .await?
+            }
+            None => {
+                self.broker
+                    .queues_stats(
+                        &valid,
+                        expected,
+                        since,
+                        &super::GROWTH_WINDOWS,
+                        with_samples,
+                    )
+                    .await?
+            }
+        };
         let (members, transactions) = (read.members, read.transactions);
         let mut read = read.entries.into_iter();
         let mut rows = Vec::with_capacity(queues.len());

@@ -229,7 +229,10 @@ impl StatsCache {
                 interval,
                 memory_period: interval.max(MEMORY_REFRESH),
                 growth_period: interval.max(GROWTH_REFRESH),
-                state: Mutex::new(State::default()),
+                state: Mutex::new(State {
+                    hints: StatsHints::tracked(),
+                    ..State::default()
+                }),
                 compute: tokio::sync::Mutex::new(()),
                 busy: tokio::sync::watch::Sender::new(0),
                 computed: AtomicU64::new(0),
@@ -571,7 +574,7 @@ async fn compute(
     {
         Ok(rows) => rows,
         Err(e) => {
-            *hints = StatsHints::default();
+            hints.reset();
             return failed(e);
         }
     };
@@ -585,7 +588,7 @@ async fn compute(
         {
             Ok(rows) => rows,
             Err(e) => {
-                *hints = StatsHints::default();
+                hints.reset();
                 return failed(e);
             }
         };

@@ -168,6 +168,16 @@ pub fn redis() -> TestDb {
     }
 }
 
+/// Database 0 of a redis-server of its own (started now, killed with the
+/// test binary), for a test that reads server-wide figures (`INFO
+/// commandstats`, `CLIENT LIST`) or changes server-wide settings.
+pub fn private_redis() -> TestDb {
+    TestDb {
+        port: start_server().port,
+        db: 0,
+    }
+}
+
 /// A background Go peer process, killed on drop.
 pub struct PeerProcess(pub std::process::Child);
 

@@ -10,9 +10,12 @@
 -- of key over the queues this script is not asked to read it for (which
 -- proves those sizes 0; the caller reads again when it does not). Plain
 -- commands there cost Redis a fraction of the same reads made from Lua.
--- No KEYS: the keys come prebuilt in ARGV (building them here by string
+-- The keys come prebuilt in ARGV (building them here by string
 -- concatenation cost more than passing them). (asynqdeck refuses Redis
--- Cluster, COMPATIBILITY.md A12.)
+-- Cluster, COMPATIBILITY.md A12.) KEYS is not read: a caller using Redis's
+-- key tracking (src/broker/tracking.rs) declares there the keys whose
+-- changes it must hear of, since Redis tracks a script's declared keys,
+-- not those its commands read.
 -- ARGV[1] "1" to read the growth samples, "0" not to
 -- ARGV[2] oldest sample time read, unix seconds (now - one hour)
 -- ARGV[3] number W of growth windows; ARGV[4] .. ARGV[3+W] the windows, whole seconds
@@ -27,7 +30,8 @@
 --   asynqdeck:{<q>}:samples (only when ARGV[1] is "1") zset "<unix s>:<retry>:<archived>" -> unix s
 -- Returns one flat array (nested tables cost Redis more to reply), per queue:
 --   ok:    LLEN pending, pending_since of the rightmost (next to run) task
---          (false when none or no such field), then one size per "l"/"z"
+--          (false when none or no such field), that task's id (false when
+--          none), then one size per "l"/"z"
 --          item and two numbers per "g" item, in ARGV order; then, with
 --          samples, m >= 0 and m members of the series scored >= ARGV[2]:
 --          the newest, the oldest, and for each window w the series covers
@@ -69,16 +73,17 @@ local n = 0
 local function counts(a, last)
     local pending_key = ARGV[a + 1]
     local pending = redis.call("LLEN", pending_key)
-    local since_ns = false
+    local since_ns, id = false, false
     if pending > 0 then
-        local id = redis.call("LINDEX", pending_key, "-1")
+        id = redis.call("LINDEX", pending_key, "-1")
         if id then
             since_ns = redis.call("HGET", ARGV[a + 2] .. id, "pending_since")
         end
     end
-    local m = n + 2
+    local m = n + 3
     out[n + 1] = pending
     out[n + 2] = since_ns
+    out[n + 3] = id
     local j = a + 4
     while j <= last do
         local kind = ARGV[j]
