@@ -1070,6 +1070,50 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
     assert_eq!((plain.pending, plain.latency), (4, Duration::from_secs(10)));
     assert_eq!(hints.members(), Some(names.as_slice()));
 
+    // Growth samples of queues whose numbers are cached: read alone (the
+    // sampler writes the series every interval), equal to an untracked read.
+    write_series(
+        &mut conn,
+        "plain",
+        &[(30, 5, ""), (400, 3, ""), (4000, 1, "")],
+    )
+    .await;
+    write_series(&mut conn, "held", &[(10, 1, "")]).await;
+    commands_since(&mut conn).await;
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, true, &mut hints)
+        .await
+        .unwrap();
+    let ran = commands_since(&mut conn).await;
+    assert_eq!(
+        (ran.get("ping"), ran.get("evalsha"), ran.get("llen")),
+        (Some(&1), Some(&1), None),
+        "{ran:?}"
+    );
+    let untracked = w.inspector.queues_stats(&names, true).await.unwrap();
+    for (t, u) in rows.iter().zip(&untracked) {
+        assert_eq!(
+            t.info.as_ref().unwrap(),
+            u.info.as_ref().unwrap(),
+            "{}",
+            t.queue
+        );
+        let samples = t.samples.as_ref().unwrap().as_ref().unwrap();
+        assert_eq!(
+            samples,
+            u.samples.as_ref().unwrap().as_ref().unwrap(),
+            "{}",
+            t.queue
+        );
+    }
+    let plain_samples = rows[1].samples.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(
+        plain_samples.iter().map(|s| s.retry).collect::<Vec<_>>(),
+        [3, 5],
+        "the 4000 s old sample is outside the hour"
+    );
+
     // Each change below is seen by the next call, which reads again.
     let next_plain: String = conn.lindex(keys::pending_key("plain"), -1).await.unwrap();
     let later_ns = (now() + chrono::Duration::seconds(4))

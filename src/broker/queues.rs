@@ -495,21 +495,7 @@ fn parse_queue(
         ],
     );
     let samples = if with_samples {
-        Some(match next()? {
-            Value::Int(-1) => {
-                let msg = next()?;
-                Err(caught_error(
-                    &text_of(msg).ok_or_else(|| shape_error("queues_stats", queue, msg))?,
-                ))
-            }
-            Value::Int(n) if *n >= 0 => {
-                let end = *at + *n as usize;
-                let members = flat.get(*at..end).ok_or_else(|| flat_error("too short"))?;
-                *at = end;
-                Ok(parse_samples(queue, members)?)
-            }
-            other => return Err(shape_error("queues_stats", queue, other)),
-        })
+        Some(parse_samples_part(queue, flat, at)?)
     } else {
         None
     };
@@ -518,6 +504,30 @@ fn parse_queue(
         stats,
         samples,
         next_id,
+    })
+}
+
+/// Reads the samples part of one queue's `queues_stats` reply at `*at`,
+/// advancing `*at` past it: the samples, or why the series could not be
+/// read.
+fn parse_samples_part(queue: &str, flat: &[Value], at: &mut usize) -> Result<Result<Vec<Sample>>> {
+    let v = flat.get(*at).ok_or_else(|| flat_error("too short"))?;
+    *at += 1;
+    Ok(match v {
+        Value::Int(-1) => {
+            let msg = flat.get(*at).ok_or_else(|| flat_error("too short"))?;
+            *at += 1;
+            Err(caught_error(
+                &text_of(msg).ok_or_else(|| shape_error("queues_stats", queue, msg))?,
+            ))
+        }
+        Value::Int(n) if *n >= 0 => {
+            let end = *at + *n as usize;
+            let members = flat.get(*at..end).ok_or_else(|| flat_error("too short"))?;
+            *at = end;
+            Ok(parse_samples(queue, members)?)
+        }
+        other => return Err(shape_error("queues_stats", queue, other)),
     })
 }
 
@@ -687,11 +697,12 @@ impl Broker {
 
     /// [`Broker::queues_stats`] on `conn`. With `declare` (the next pending
     /// task's id per queue as last read), every key the script reads
-    /// besides group zsets and growth samples is also passed as its KEYS —
-    /// the pending list, the hash of the task `declare` names, and the sizes
-    /// read — so that a connection with Redis's key tracking on hears of
-    /// their changes (Redis tracks a script's declared keys only; the
-    /// transaction's plain commands are tracked as they are).
+    /// besides group zsets and growth samples — the pending list, the hash
+    /// of the task `declare` names, and the sizes read — is also read by a
+    /// plain `EXISTS` in the same transaction, so that a connection with
+    /// Redis's key tracking on hears of their changes (Redis does not track
+    /// the keys a script's commands read; the transaction's plain commands
+    /// are tracked as they are).
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn queues_stats_on<C>(
         &self,
@@ -825,8 +836,7 @@ impl Broker {
         let script = pipe
             .cmd("EVALSHA")
             .arg(scripts::QUEUES_STATS.get_hash())
-            .arg(declared.len())
-            .arg(declared)
+            .arg(0)
             .arg(if with_samples { "1" } else { "0" })
             .arg(since.timestamp().to_string())
             .arg(windows.len().to_string());
@@ -852,11 +862,19 @@ impl Broker {
                 script.arg(super::samples_key(q));
             }
         }
+        // Tracking: the script's keys are declared by a plain read right
+        // after it (same moment, MULTI), not as its KEYS: Redis remembers a
+        // script's KEYS again at each command the script runs, which costs
+        // keys × commands.
+        let declares = !declared.is_empty();
+        if declares {
+            pipe.cmd("EXISTS").arg(declared);
+        }
         let replies: Vec<Value> = pipe.query_async(conn).await?;
         // A RESP3 connection (key tracking) answers sets and Lua's false in
         // their own types; read them as on RESP2.
         let replies: Vec<Value> = replies.into_iter().map(resp2).collect();
-        let expected_len = 3 + probed.len();
+        let expected_len = 3 + probed.len() + usize::from(declares);
         if replies.len() != expected_len {
             return Err(flat_error(&format!(
                 "transaction replied {} values, expected {expected_len}",
@@ -920,6 +938,50 @@ impl Broker {
             return Err(flat_error(&format!("{} values left over", flat.len() - at)));
         }
         Ok(Transaction::Read { members, entries })
+    }
+
+    /// The growth samples of every queue in `queues`, as
+    /// [`Broker::queues_stats`] reads them with its numbers (`since`,
+    /// `windows` alike), without the numbers: one `queues_stats` script call
+    /// per [`QUEUES_PER_STATS_CALL`] queues on `conn`. One entry per queue,
+    /// in the order given; a series that cannot be read (a key of the wrong
+    /// type) gets its error.
+    ///
+    /// Errors of the whole call: [`Error::Internal`] on a reply of the wrong
+    /// shape; [`Error::Redis`] (Redis unreachable).
+    pub(super) async fn queues_samples<C>(
+        &self,
+        conn: &mut C,
+        queues: &[String],
+        since: DateTime<Utc>,
+        windows: &[Duration],
+    ) -> Result<Vec<(String, Result<Vec<Sample>>)>>
+    where
+        C: redis::aio::ConnectionLike + Send,
+    {
+        let mut out = Vec::with_capacity(queues.len());
+        for chunk in queues.chunks(QUEUES_PER_STATS_CALL) {
+            let mut inv = scripts::QUEUES_STATS.arg("1");
+            inv.arg(since.timestamp().to_string())
+                .arg(windows.len().to_string());
+            for w in windows {
+                inv.arg(w.as_secs().to_string());
+            }
+            for q in chunk {
+                inv.arg("").arg("").arg("0").arg(super::samples_key(q));
+            }
+            let flat: Vec<Value> = inv.invoke_async(conn).await?;
+            let flat: Vec<Value> = flat.into_iter().map(resp2).collect();
+            let mut at = 0;
+            for q in chunk {
+                let samples = parse_samples_part(q, &flat, &mut at)?;
+                out.push((q.clone(), samples));
+            }
+            if at != flat.len() {
+                return Err(flat_error(&format!("{} values left over", flat.len() - at)));
+            }
+        }
+        Ok(out)
     }
 
     /// The memory estimate of every queue in `queues` (exactly what

@@ -16,13 +16,16 @@
 //!
 //! What is tracked: the plain commands of the statistics transaction
 //! (`SMEMBERS asynq:queues`, the counters' `MGET`, the `EXISTS` probes) as
-//! they are, and the `queues_stats` script's reads through its declared KEYS
-//! (Redis tracks a script's KEYS, not the keys its commands touch):
-//! pending list, the sizes read, and the hash of the next pending task as
-//! last seen. A queue is kept only when that hash was the one declared (the
-//! next task is the one seen before) and it has no groups (group zsets are
-//! found inside the script, so not declared): other queues are read every
-//! time, as without tracking.
+//! they are, and the `queues_stats` script's reads through one more plain
+//! `EXISTS` of the same keys right after it (Redis does not track what a
+//! script's commands read; declaring them as the script's KEYS would be
+//! tracked, but Redis remembers a script's KEYS anew at every command the
+//! script runs, which cost 4–5 ms per 51 queues): pending list, the sizes
+//! read, and the hash of the next pending task as last seen. A queue is
+//! kept only when that hash was the one read (the next task is the one seen
+//! before) and it has no groups (group zsets are found inside the script,
+//! so not declared): other queues are read every time, as without
+//! tracking.
 //!
 //! Any trouble — the connection drops (a `Disconnection` push), Redis
 //! flushes (an invalidation of everything), a read fails — forgets
@@ -39,7 +42,9 @@ use redis::aio::MultiplexedConnection;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc::{UnboundedReceiver, error::TryRecvError};
 
-use super::queues::{KeyKinds, QUEUES_PER_STATS_CALL, QueueStats, QueueStatsEntry, QueuesStats};
+use super::queues::{
+    KeyKinds, QUEUES_PER_STATS_CALL, QueueStats, QueueStatsEntry, QueuesStats, Sample,
+};
 use super::{Broker, keys};
 use crate::error::{Error, Result};
 
@@ -319,7 +324,7 @@ impl Broker {
                 let heard = conn.drain();
                 tracking.apply(heard, &HashSet::new())?;
                 tracking.rows.retain(|_, (_, day)| *day == today);
-                let whole = with_samples || round + 1 == ROUNDS;
+                let whole = round + 1 == ROUNDS;
                 let read: Vec<String> = chunk
                     .iter()
                     .filter(|q| whole || !tracking.rows.contains_key(*q))
@@ -366,8 +371,26 @@ impl Broker {
                 let fresh = self.keep(tracking, fresh, today);
                 if !stale || whole {
                     let members = tracking.members.clone().unwrap_or_default();
-                    let entries =
-                        self.assemble(tracking, chunk, fresh, &members, now, with_samples)?;
+                    let mut samples = HashMap::new();
+                    if with_samples {
+                        // The cached queues' samples (the series is not
+                        // tracked: the sampler adds to it every interval).
+                        let unread: Vec<String> = chunk
+                            .iter()
+                            .filter(|q| !fresh.contains_key(*q))
+                            .cloned()
+                            .collect();
+                        if !unread.is_empty() {
+                            let conn = tracking.conn.as_mut().ok_or_else(lost)?;
+                            samples = self
+                                .queues_samples(&mut conn.conn, &unread, since, windows)
+                                .await?
+                                .into_iter()
+                                .collect();
+                            out.transactions += 1;
+                        }
+                    }
+                    let entries = self.assemble(tracking, chunk, fresh, samples, &members, now)?;
                     break (members, entries);
                 }
                 round += 1;
@@ -416,16 +439,16 @@ impl Broker {
     }
 
     /// The entries of `chunk` in order: fresh ones as read, the others from
-    /// the cache as of `now` (a queue not in `members` is gone:
-    /// [`Error::QueueNotFound`]).
+    /// the cache as of `now` with their `samples` when read (a queue not in
+    /// `members` is gone: [`Error::QueueNotFound`]).
     fn assemble(
         &self,
         tracking: &StatsTracking,
         chunk: &[String],
         mut fresh: HashMap<String, QueueStatsEntry>,
+        mut samples: HashMap<String, Result<Vec<Sample>>>,
         members: &[String],
         now: DateTime<Utc>,
-        with_samples: bool,
     ) -> Result<Vec<QueueStatsEntry>> {
         chunk
             .iter()
@@ -433,7 +456,9 @@ impl Broker {
                 if let Some(e) = fresh.remove(q) {
                     return Ok(e);
                 }
+                let mut samples = samples.remove(q);
                 let stats = if members.binary_search(q).is_err() {
+                    samples = samples.map(|_| Ok(Vec::new()));
                     Err(Error::QueueNotFound { queue: q.clone() })
                 } else {
                     let (s, _) = tracking
@@ -445,7 +470,7 @@ impl Broker {
                 Ok(QueueStatsEntry {
                     queue: q.clone(),
                     stats,
-                    samples: with_samples.then(|| Ok(Vec::new())),
+                    samples,
                     next_id: tracking.next_ids.get(q).cloned(),
                 })
             })

@@ -10,17 +10,16 @@
 -- of key over the queues this script is not asked to read it for (which
 -- proves those sizes 0; the caller reads again when it does not). Plain
 -- commands there cost Redis a fraction of the same reads made from Lua.
--- The keys come prebuilt in ARGV (building them here by string
+-- No KEYS: the keys come prebuilt in ARGV (building them here by string
 -- concatenation cost more than passing them). (asynqdeck refuses Redis
--- Cluster, COMPATIBILITY.md A12.) KEYS is not read: a caller using Redis's
--- key tracking (src/broker/tracking.rs) declares there the keys whose
--- changes it must hear of, since Redis tracks a script's declared keys,
--- not those its commands read.
+-- Cluster, COMPATIBILITY.md A12.) Redis's key tracking does not see the
+-- keys read here; a caller using it (src/broker/tracking.rs) reads them
+-- again with a plain EXISTS in the same transaction.
 -- ARGV[1] "1" to read the growth samples, "0" not to
 -- ARGV[2] oldest sample time read, unix seconds (now - one hour)
 -- ARGV[3] number W of growth windows; ARGV[4] .. ARGV[3+W] the windows, whole seconds
 -- then per queue, in order:
---   asynq:{<q>}:pending    list
+--   asynq:{<q>}:pending    list; "" to read the samples only (then n is "0")
 --   asynq:{<q>}:t:         task hash prefix
 --   n                      number of ARGV items that follow for other keys, then:
 --     "l" <list key>                      LLEN (active)
@@ -37,7 +36,8 @@
 --          the newest, the oldest, and for each window w the series covers
 --          the newest scored <= newest - w (maybe repeated), or -1 and the
 --          Redis error text when the series could not be read;
---   error: -1 and the Redis error text (the counts could not be read).
+--   error: -1 and the Redis error text (the counts could not be read);
+--   samples only (pending key ""): the samples part alone.
 -- Read-only. Errors are caught per queue (pcall), never raised. Arguments to
 -- Redis are passed as strings (a number costs a conversion per call); a
 -- sample's time is read from its member, which starts with it (the score is
@@ -167,7 +167,10 @@ local a = 3 + nwindows
 while a < #ARGV do
     local extra = ARGV[a + 3]
     local last = a + 3 + (extra == "0" and 0 or tonumber(extra))
-    local ok, m = pcall(counts, a, last)
+    local ok, m = true, n
+    if ARGV[a + 1] ~= "" then
+        ok, m = pcall(counts, a, last)
+    end
     if ok then
         n = m
         if with_samples then
