@@ -47,17 +47,22 @@
 //!      view (window: the request alone), and the background refresh of one
 //!      poll interval: 40 one-slot windows with one viewer polling each,
 //!      those that include a read of the growth samples (every 30 s) kept
-//!      apart; their difference is the cost of a growth read;
+//!      apart; their difference is the cost of a growth read; then 10 such
+//!      windows each after the bench incremented a counter of every queue
+//!      (outside the window), so the refresh reads every queue again (key
+//!      tracking spares only unchanged queues: `src/broker/tracking.rs`);
 //!    - the memory run: a fresh `serve --poll-interval 1h` process per
 //!      sample, window from before its first view to 1 s after (a snapshot
-//!      with growth read, then the background memory run of every queue),
-//!      less a refresh with growth read;
+//!      reading every queue with growth read, then the background memory
+//!      run of every queue), less a refresh of every queue and a growth
+//!      read;
 //!    - the other pages as before (warm snapshot).
 //!
 //!    Then the Redis cost per queues view of one viewer at the default 5 s
 //!    poll interval: one background refresh per view, a growth read every
 //!    6 views (30 s) and a memory run every 60 views (`MEMORY_REFRESH`,
-//!    5 min), and as it would be with a memory run every minute.
+//!    5 min), as it would be with a memory run every minute, and as it
+//!    would be were every queue changing every interval.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -740,6 +745,34 @@ async fn run(samples: usize) -> anyhow::Result<()> {
         };
         target.add(&one);
     }
+    // The same with every queue changed before each window (a counter of
+    // each incremented, outside the window): the refresh reads them all.
+    let names: Vec<String> = (0..QUEUES)
+        .map(|i| format!("queue-{i:02}"))
+        .chain(["deep".to_string()])
+        .collect();
+    let mut changed = Work::default();
+    let mut changed_n = 0;
+    while changed_n < REDIS_SAMPLES * 2 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut pipe = redis::pipe();
+        for q in &names {
+            pipe.cmd("INCR")
+                .arg(asynqdeck::broker::keys::processed_total_key(q))
+                .ignore();
+        }
+        let _: () = pipe.query_async(&mut conn).await?;
+        let window = begin(&mut conn).await?;
+        next_second_at(Duration::from_millis(200)).await;
+        serve.get("/").await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut one = Work::default();
+        end(&mut conn, window, &mut one).await?;
+        if !one.per.contains_key("zrevrange") {
+            changed.add(&one);
+            changed_n += 1;
+        }
+    }
     serve.stop().await;
     let growth_read = with_growth.minus(&plain);
 
@@ -759,9 +792,9 @@ async fn run(samples: usize) -> anyhow::Result<()> {
         "first view of a fresh process (inline counts; memory run starts after it)",
         median(first_ms),
     ));
-    // The first view computes a snapshot with the growth samples; the
-    // memory run follows it.
-    let memory_run = first.minus(&with_growth);
+    // The first view reads every queue with the growth samples; the memory
+    // run follows it.
+    let memory_run = first.minus(&changed).minus(&growth_read);
     // One viewer at the default 5 s interval: a refresh per view, a growth
     // read every 30 s (6 views) and a memory run every MEMORY_REFRESH
     // (5 min: 60 views); also as it would be with a memory run every minute.
@@ -773,6 +806,9 @@ async fn run(samples: usize) -> anyhow::Result<()> {
     let per_view_5s_1min = plain
         .plus_scaled(&growth_read, 5.0 / growth_every)
         .plus_scaled(&memory_run, 5.0 / 60.0);
+    let per_view_5s_changed = changed
+        .plus_scaled(&growth_read, 5.0 / growth_every)
+        .plus_scaled(&memory_run, 5.0 / memory_every);
 
     println!("### Response times (client side, median of {samples})\n");
     println!("| request | case | median ms |");
@@ -793,11 +829,15 @@ async fn run(samples: usize) -> anyhow::Result<()> {
             &plain,
         ),
         (
+            "background refresh when every queue changed in the interval (a counter of each incremented before the window)",
+            &changed,
+        ),
+        (
             "growth-sample read (every 30 s; windows with one, less a plain refresh)",
             &growth_read,
         ),
         (
-            "memory run of all 51 queues (first view + 1 s, less a refresh with growth read)",
+            "memory run of all 51 queues (first view + 1 s, less a refresh of every queue and a growth read)",
             &memory_run,
         ),
         (
@@ -807,6 +847,10 @@ async fn run(samples: usize) -> anyhow::Result<()> {
         (
             "the same were the memory run every minute: … + memory run × 5/60",
             &per_view_5s_1min,
+        ),
+        (
+            "the same were every queue changing every interval: refresh of every queue + growth read × 5/30 + memory run × 5/300",
+            &per_view_5s_changed,
         ),
     ];
     for (label, w) in stats_rows
