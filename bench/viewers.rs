@@ -31,9 +31,11 @@
 //!    ones do. Then `INFO commandstats` gives every command Redis ran
 //!    (commands inside Lua scripts included), minus the INFO itself, scaled
 //!    to one minute, and the Redis CPU (used_cpu_user + used_cpu_sys) per
-//!    minute. "snapshots / min" counts the snapshot script's calls by its
-//!    `EXISTS` calls (six per call; nothing else `serve` runs calls
-//!    `EXISTS`); "memory runs / min" is the `MEMORY USAGE` calls per minute
+//!    minute. "snapshots / min" counts the snapshots by their `PING` (no
+//!    queue changed since the last, key tracking) and `EXEC` calls (one per
+//!    transaction; a snapshot that finds a key kind it did not expect takes
+//!    two) per 100 queues; nothing else `serve` sends either; "memory runs /
+//!    min" is the `MEMORY USAGE` calls per minute
 //!    over those of one run. The dashboard is stopped with SIGTERM.
 
 use std::collections::BTreeMap;
@@ -407,7 +409,7 @@ async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
 
     let cal = calibrate(&bin, &url, &mut conn).await?;
     println!(
-        "One statistics snapshot of {queues} queues costs Redis {} commands; the first view of a process (a snapshot with the growth samples, and the memory run of every queue, {} of them MEMORY USAGE) {} commands.\n",
+        "One statistics snapshot of {queues} queues with no key changed since the previous (key tracking) costs Redis {} commands; the first view of a process (every queue read, with the growth samples, and the memory run of every queue, {} of them MEMORY USAGE) {} commands.\n",
         cal.snapshot, cal.memory_usage_calls, cal.first_view
     );
     println!(
@@ -425,11 +427,12 @@ async fn run(queues: usize, span: Duration) -> anyhow::Result<()> {
     ] {
         eprintln!("engine {engine}, {viewers} viewers, {span:?} ...");
         let o = scenario(&bin, &url, &mut conn, engine, viewers, span).await?;
-        // The snapshot script asks EXISTS once per kind of key (6) per call
-        // of up to 100 queues; nothing else `serve` runs calls EXISTS.
-        let exists_per_snapshot = 6.0 * queues.div_ceil(100) as f64;
-        let snapshots =
-            o.per_command.get("exists").copied().unwrap_or(0) as f64 / exists_per_snapshot;
+        // A snapshot sends per 100 queues one PING (no queue changed: key
+        // tracking) or one or more MULTI/EXEC (queues read); nothing else
+        // `serve` runs sends either (its engine PINGs only with a health
+        // check, which `serve` has not).
+        let per_command = |c: &str| o.per_command.get(c).copied().unwrap_or(0) as f64;
+        let snapshots = (per_command("ping") + per_command("exec")) / queues.div_ceil(100) as f64;
         let runs = o.per_command.get("memory|usage").copied().unwrap_or(0) as f64
             / cal.memory_usage_calls.max(1) as f64;
         let mut top: Vec<(&String, &u64)> = o.per_command.iter().collect();
