@@ -26,11 +26,14 @@
 -- writes. The calling scripts check it before they write anything.
 local LEASE_MAX = 1000
 
+-- Held in a local: spares a table lookup per call.
+local lease_call = redis.call
+
 local function lease_tasks(pending, paused, active, lease, expiry_s, prefix, max, neg_max, neg_max1)
-    if redis.call("EXISTS", paused) == 1 then
+    if lease_call("EXISTS", paused) == 1 then
         return {}, {}
     end
-    local ids = redis.call("LRANGE", pending, neg_max, "-1")
+    local ids = lease_call("LRANGE", pending, neg_max, "-1")
     local n = #ids
     if n == 0 then
         return ids, {}
@@ -40,19 +43,19 @@ local function lease_tasks(pending, paused, active, lease, expiry_s, prefix, max
     local msgs, pushed, scored = {unpack(ids)}, {unpack(ids)}, {unpack(ids)}
     if n < tonumber(max) then
         -- That was all of it.
-        redis.call("DEL", pending)
+        lease_call("DEL", pending)
     else
-        redis.call("LTRIM", pending, "0", neg_max1)
+        lease_call("LTRIM", pending, "0", neg_max1)
     end
     local taken = 0
     for k = n, 1, -1 do
         local id = ids[k]
         local key = prefix .. id
-        local msg = redis.call("HGET", key, "msg")
+        local msg = lease_call("HGET", key, "msg")
         msgs[k] = msg
         if msg then
-            redis.call("HSET", key, "state", "active")
-            redis.call("HDEL", key, "pending_since")
+            lease_call("HSET", key, "state", "active")
+            lease_call("HDEL", key, "pending_since")
             taken = taken + 1
             pushed[taken] = id
             scored[2 * taken - 1] = expiry_s
@@ -62,10 +65,10 @@ local function lease_tasks(pending, paused, active, lease, expiry_s, prefix, max
     -- LPUSH of the taken ids in taking order leaves the first taken deepest,
     -- as RPOPLPUSH one at a time would.
     for j = 1, taken, 100 do
-        redis.call("LPUSH", active, unpack(pushed, j, math.min(j + 99, taken)))
+        lease_call("LPUSH", active, unpack(pushed, j, math.min(j + 99, taken)))
     end
     for j = 1, 2 * taken, 200 do
-        redis.call("ZADD", lease, unpack(scored, j, math.min(j + 199, 2 * taken)))
+        lease_call("ZADD", lease, unpack(scored, j, math.min(j + 199, 2 * taken)))
     end
     return ids, msgs
 end
