@@ -999,6 +999,49 @@ async fn done_outcomes_agree_on_both_finishing_paths() {
     }
 }
 
+/// The per-task path with every remaining hash present deletes them in one
+/// DEL (lib/finish_tasks' finish_hashes): outcomes, hashes, locks and
+/// counters are still those of Go's Done task by task, for tasks at any
+/// position after one that stopped early.
+#[tokio::test]
+async fn per_task_path_with_all_hashes_present_ends_as_go_done() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let q = "allhashes";
+    let msgs = finish_scenario(&broker, &client, &mut conn, q, 3, 3).await;
+    // x5 gets a hash back: every task still going after LREM and ZREM has one.
+    let _: () = conn
+        .hset(keys::task_key(q, "x5"), "state", "active")
+        .await
+        .unwrap();
+    let refs: Vec<_> = msgs.iter().collect();
+    let outcomes = broker.done(q, &refs).await.unwrap();
+    assert_eq!(
+        outcomes,
+        vec![
+            DoneOutcome::Done,
+            DoneOutcome::Done,
+            DoneOutcome::Done,
+            DoneOutcome::NotActive,
+            DoneOutcome::NoLease,
+            DoneOutcome::Done,
+        ]
+    );
+    let active: Vec<String> = conn.lrange(keys::active_key(q), 0, -1).await.unwrap();
+    assert_eq!(active, ["pad2", "pad1", "pad0"]);
+    let mut leases: Vec<String> = conn.zrange(keys::lease_key(q), 0, -1).await.unwrap();
+    leases.sort();
+    assert_eq!(leases, ["pad0", "pad1", "pad2", "x3"]);
+    let mut hashes: Vec<String> = conn.keys(format!("asynq:{{{q}}}:t:*")).await.unwrap();
+    hashes.sort();
+    assert_eq!(hashes, [keys::task_key(q, "x3"), keys::task_key(q, "x4")]);
+    let lock1: Option<String> = conn.get(&msgs[1].unique_key).await.unwrap();
+    let lock2: Option<String> = conn.get(&msgs[2].unique_key).await.unwrap();
+    assert_eq!((lock1, lock2.as_deref()), (None, Some("other")));
+    let daily: i64 = conn.get(keys::processed_key(q, today())).await.unwrap();
+    let total: i64 = conn.get(keys::processed_total_key(q)).await.unwrap();
+    assert_eq!((daily, total), (4, 4));
+}
+
 /// Leases `n` tasks of `q` (ids w0.., the first two unique) so that active
 /// and lease hold exactly them.
 async fn lease_batch(

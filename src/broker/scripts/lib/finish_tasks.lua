@@ -24,14 +24,20 @@
 -- command itself does here (about 4,000, 800 and 900 instructions), so:
 -- * when active and lease hold exactly these tasks (one server, the whole
 --   batch finished: the usual case at low concurrency), both keys are
---   deleted and the hashes removed with one DEL, after one read of each;
+--   deleted, after one read of each;
 -- * otherwise, per task: LREM active -1 (leases are pushed at the head, so
---   a finishing task is usually near the tail), ZREM, DEL.
+--   a finishing task is usually near the tail), ZREM;
+-- * then the hashes of the tasks still going are deleted with one EXISTS
+--   and one DEL when all of them exist (else one DEL each, to tell which
+--   is missing).
 -- Arguments are strings where possible: a Lua number passed to redis.call
 -- costs Redis a float-to-text conversion. Loops index arrays rather than
 -- call ipairs, and redis.call is held in a local: each spares the VM a call
 -- or a table lookup per use.
 local call = redis.call
+
+-- Above this many hashes one command is not tried (Lua's unpack limit).
+local FINISH_WHOLE_MAX = 1000
 
 -- The lock key of each task that has one, by position; nil when none has.
 local function lock_keys(args, first, n)
@@ -50,22 +56,70 @@ local function release_lock(id, lock)
     end
 end
 
+-- The last steps of the tasks at positions at[1..m] (hashes[i] is task
+-- at[i]'s hash, or task i's when at is nil; distinct tasks): deletes each
+-- hash and releases the lock of each task whose hash was there. Returns 1
+-- when codes is nil and every hash was there; else codes (a new table when
+-- nil) with codes[at[i]] set to 1, or -2 when the hash was missing.
+local function finish_hashes(hashes, at, m, args, first, locks, codes)
+    if m >= 3 and m <= FINISH_WHOLE_MAX and call("EXISTS", unpack(hashes, 1, m)) == m then
+        call("DEL", unpack(hashes, 1, m))
+        if locks then
+            for i = 1, m do
+                local k = at and at[i] or i
+                release_lock(args[first + k], locks[k])
+            end
+        end
+        if not codes then
+            return 1
+        end
+        for i = 1, m do
+            codes[at and at[i] or i] = 1
+        end
+        return codes
+    end
+    codes = codes or {}
+    for i = 1, m do
+        local k = at and at[i] or i
+        if call("DEL", hashes[i]) == 1 then
+            release_lock(args[first + k], locks and locks[k])
+            codes[k] = 1
+        else
+            codes[k] = -2
+        end
+    end
+    return codes
+end
+
+-- Go's steps task by task; from 3 tasks on, the hashes of those still
+-- going are left to one finish_hashes.
 local function finish_one_by_one(active, lease, prefix, args, first, n, locks)
-    local codes = {}
+    -- Sized once ({unpack(...)}, each slot overwritten before it is read):
+    -- growing a Lua table costs more.
+    local codes = {unpack(args, first + 1, first + n)}
+    local hashes, at, m = nil, nil, 0
+    if n >= 3 then
+        hashes, at = {unpack(codes)}, {unpack(codes)}
+    end
     for k = 1, n do
         local id = args[first + k]
-        local code
         if call("LREM", active, "-1", id) == 0 then
-            code = 0
+            codes[k] = 0
         elseif call("ZREM", lease, id) == 0 then
-            code = -1
-        elseif call("DEL", prefix .. id) == 0 then
-            code = -2
-        else
+            codes[k] = -1
+        elseif hashes then
+            m = m + 1
+            hashes[m] = prefix .. id
+            at[m] = k
+        elseif call("DEL", prefix .. id) == 1 then
             release_lock(id, locks and locks[k])
-            code = 1
+            codes[k] = 1
+        else
+            codes[k] = -2
         end
-        codes[k] = code
+    end
+    if m > 0 then
+        finish_hashes(hashes, at, m, args, first, locks, codes)
     end
     return codes
 end
@@ -107,34 +161,13 @@ local function finish_whole(active, lease, prefix, args, first, n, locks)
         end
     end
     call("DEL", active, lease)
-    local hashes = {}
+    -- Sized once ({unpack(...)}): growing a Lua table costs more.
+    local hashes = {unpack(args, first + 1, first + n)}
     for k = 1, n do
-        hashes[k] = prefix .. args[first + k]
+        hashes[k] = prefix .. hashes[k]
     end
-    if call("EXISTS", unpack(hashes)) == n then
-        call("DEL", unpack(hashes))
-        if locks then
-            for k, lock in pairs(locks) do
-                release_lock(args[first + k], lock)
-            end
-        end
-        return 1
-    end
-    -- Some hash is gone: find which, one by one.
-    local codes = {}
-    for k = 1, n do
-        if call("DEL", hashes[k]) == 1 then
-            release_lock(args[first + k], locks and locks[k])
-            codes[k] = 1
-        else
-            codes[k] = -2
-        end
-    end
-    return codes
+    return finish_hashes(hashes, nil, n, args, first, locks, nil)
 end
-
--- Above this many tasks `finish_whole` is not tried (Lua's unpack limit).
-local FINISH_WHOLE_MAX = 1000
 
 local function finish_tasks(active, lease, daily, total, daily_expiry_s, maxi64, prefix, args, first)
     local n_arg = args[first]
