@@ -34,23 +34,23 @@ pub type Leased = Vec<std::result::Result<WireTask, (String, Error)>>;
 /// in order, and the newly leased tasks.
 pub type DoneAndDequeued = (Vec<DoneOutcome>, Leased);
 
-/// A lease reply as Redis sends it: ids, and each id's msg (nil when none).
-type LeaseReply = (Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
-/// A done_and_dequeue reply: the done reply (1 or codes), ids, msgs.
-type DoneAndLeaseReply = (redis::Value, Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
+/// A lease reply as Redis sends it: n ids, then their n msgs (nil when none).
+type LeaseReply = Vec<Option<Vec<u8>>>;
 
-/// Decodes a lease reply `{ids, msgs}` (see `lib/lease_tasks.lua`): ids
-/// leftmost first, taken from the last; an id whose msg is nil was not leased.
-fn decode_leased(queue: &str, ids: Vec<Vec<u8>>, msgs: Vec<Option<Vec<u8>>>) -> Result<Leased> {
-    if ids.len() != msgs.len() {
+/// Decodes a lease reply `{id_1..id_n, msg_1..msg_n}` (see
+/// `lib/lease_tasks.lua`): ids leftmost first, taken from the last; an id
+/// whose msg is nil was not leased.
+fn decode_leased(queue: &str, mut reply: LeaseReply) -> Result<Leased> {
+    if !reply.len().is_multiple_of(2) {
         return Err(Error::Internal(format!(
-            "lease script replied {} ids and {} msgs",
-            ids.len(),
-            msgs.len()
+            "lease script replied {} values, not ids and their msgs",
+            reply.len()
         )));
     }
-    let mut out = Vec::with_capacity(ids.len());
-    for (id, msg) in ids.into_iter().zip(msgs).rev() {
+    let msgs = reply.split_off(reply.len() / 2);
+    let mut out = Vec::with_capacity(msgs.len());
+    for (id, msg) in reply.into_iter().zip(msgs).rev() {
+        let id = id.ok_or_else(|| Error::Internal("lease script replied a nil id".into()))?;
         if let Some(msg) = msg {
             let id = String::from_utf8_lossy(&id).into_owned();
             out.push(decode_task(&keys::task_key(queue, &id), &msg).map_err(|e| (id, e)));
@@ -150,8 +150,8 @@ impl Broker {
             .arg(lease_until.timestamp())
             .arg(keys::task_key_prefix(queue));
         lease_args(&mut inv, max.max(1));
-        let (ids, msgs): LeaseReply = inv.invoke_async(&mut self.conn()).await?;
-        decode_leased(queue, ids, msgs)
+        let reply: LeaseReply = inv.invoke_async(&mut self.conn()).await?;
+        decode_leased(queue, reply)
     }
 
     /// Finishes successful tasks of one queue (no retention): removes each
@@ -206,10 +206,24 @@ impl Broker {
             .arg(lease_until.timestamp());
         lease_args(&mut inv, max);
         finish_args(&mut inv, tasks);
-        let (codes, ids, msgs): DoneAndLeaseReply = inv.invoke_async(&mut self.conn()).await?;
+        // The lease reply with the done reply appended.
+        let mut reply: Vec<redis::Value> = inv.invoke_async(&mut self.conn()).await?;
+        let codes = reply
+            .pop()
+            .ok_or_else(|| Error::Internal("done_and_dequeue replied nothing".into()))?;
+        let leased = reply
+            .into_iter()
+            .map(|v| match v {
+                redis::Value::Nil => Ok(None),
+                redis::Value::BulkString(b) => Ok(Some(b)),
+                other => Err(Error::Internal(format!(
+                    "done_and_dequeue replied {other:?} for an id or msg"
+                ))),
+            })
+            .collect::<Result<LeaseReply>>()?;
         Ok((
             done_outcomes(codes, tasks.len())?,
-            decode_leased(queue, ids, msgs)?,
+            decode_leased(queue, leased)?,
         ))
     }
 
