@@ -94,11 +94,11 @@ end
 -- Go's steps task by task; from 3 tasks on, the hashes of those still
 -- going are left to one finish_hashes.
 local function finish_one_by_one(active, lease, prefix, args, first, n, locks)
-    -- Sized once ({unpack(...)}, each slot overwritten before it is read):
-    -- growing a Lua table costs more.
-    local codes = {unpack(args, first + 1, first + n)}
-    local hashes, at, m = nil, nil, 0
+    local codes, hashes, at, m = {}, nil, nil, 0
     if n >= 3 then
+        -- Sized once ({unpack(...)}, each slot overwritten before it is
+        -- read): growing a Lua table costs more.
+        codes = {unpack(args, first + 1, first + n)}
         hashes, at = {unpack(codes)}, {unpack(codes)}
     end
     for k = 1, n do
