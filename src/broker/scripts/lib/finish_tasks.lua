@@ -27,16 +27,17 @@
 --   deleted, after one read of each;
 -- * otherwise, per task: LREM active -1 (leases are pushed at the head, so
 --   a finishing task is usually near the tail), ZREM;
--- * then the hashes of the tasks still going are deleted with one EXISTS
---   and one DEL when all of them exist (else one DEL each, to tell which
---   is missing).
+-- * then the hashes of the tasks still going, when 3 or more, are deleted
+--   with one EXISTS and one DEL if all of them exist (else one DEL each, to
+--   tell which is missing).
 -- Arguments are strings where possible: a Lua number passed to redis.call
 -- costs Redis a float-to-text conversion. Loops index arrays rather than
 -- call ipairs, and redis.call is held in a local: each spares the VM a call
 -- or a table lookup per use.
 local call = redis.call
 
--- Above this many hashes one command is not tried (Lua's unpack limit).
+-- Above this many tasks neither finish_whole nor one EXISTS/DEL for all
+-- the hashes is tried (Lua's unpack limit).
 local FINISH_WHOLE_MAX = 1000
 
 -- The lock key of each task that has one, by position; nil when none has.
