@@ -3,7 +3,7 @@
 //! not drift with the host's speed, unlike the CPU times of `bench`.
 //!
 //! ```text
-//! cargo run --release --example bench_instructions -- [--tasks 5000] [--calls 100]
+//! cargo run --release --example bench_instructions -- [--tasks 10200] [--calls 100] [--layout 10x1]... [--keep]
 //! ```
 //!
 //! Needs `redis-server` and `valgrind` on the PATH. For each layout it starts
@@ -17,7 +17,10 @@
 //! (active and lease hold just that batch: the fetch loop at concurrency
 //! C = B), and B = 10, 50 with two batches in flight (the other batch stays
 //! in active: concurrency ≥ 64 pipelines two calls, or another server shares
-//! the queue). `SHUTDOWN NOSAVE` writes the counts; Markdown goes to stdout.
+//! the queue). `--layout BxF` (repeatable) runs only the layouts named.
+//! `SHUTDOWN NOSAVE` writes the counts; Markdown goes to stdout. `--keep`
+//! keeps each callgrind output (its path goes to stderr) for
+//! `callgrind_annotate --inclusive=yes`.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -43,7 +46,19 @@ fn main() -> anyhow::Result<()> {
             None => Ok(default),
         }
     };
-    let (tasks, calls) = (flag("--tasks", 5000)?, flag("--calls", 100)?);
+    let (tasks, calls) = (flag("--tasks", 10200)?, flag("--calls", 100)?);
+    let keep = args.iter().any(|a| a == "--keep");
+    let mut layouts = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if a == "--layout" {
+            let v = args.get(i + 1).context("--layout takes BxF")?;
+            let (b, f) = v.split_once('x').context("--layout takes BxF")?;
+            layouts.push((b.parse()?, f.parse()?));
+        }
+    }
+    if layouts.is_empty() {
+        layouts = vec![(1, 1), (10, 1), (50, 1), (10, 2), (50, 2)];
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -52,11 +67,11 @@ fn main() -> anyhow::Result<()> {
     );
     println!("| batch B | batches in flight | instructions per call | instructions per task |");
     println!("|---:|---:|---:|---:|");
-    for (batch, in_flight) in [(1, 1), (10, 1), (50, 1), (10, 2), (50, 2)] {
+    for (batch, in_flight) in layouts {
         if tasks < batch * in_flight * (calls + 2) {
             bail!("--tasks {tasks} is too few for {calls} calls of {batch} × {in_flight}");
         }
-        let total = rt.block_on(layout(tasks, calls, batch, in_flight))?;
+        let total = rt.block_on(layout(tasks, calls, batch, in_flight, keep))?;
         let per_call = total as f64 / calls as f64;
         println!(
             "| {batch} | {in_flight} | {per_call:.0} | {:.0} |",
@@ -67,7 +82,13 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Instructions counted in EVALSHA over `calls` steady-state calls.
-async fn layout(tasks: usize, calls: usize, batch: usize, in_flight: usize) -> anyhow::Result<u64> {
+async fn layout(
+    tasks: usize,
+    calls: usize,
+    batch: usize,
+    in_flight: usize,
+    keep: bool,
+) -> anyhow::Result<u64> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -149,7 +170,11 @@ async fn layout(tasks: usize, calls: usize, batch: usize, in_flight: usize) -> a
         .await;
     redis.wait()?;
     let text = std::fs::read_to_string(&out).context("callgrind output")?;
-    let _ = std::fs::remove_dir_all(&dir);
+    if keep {
+        eprintln!("bench: B={batch} × {in_flight}: kept {}", out.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     // The part written after the zeroing: its "summary:" (or "totals:") line.
     text.lines()
         .rev()

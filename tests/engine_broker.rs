@@ -999,6 +999,49 @@ async fn done_outcomes_agree_on_both_finishing_paths() {
     }
 }
 
+/// The per-task path with every remaining hash present deletes them in one
+/// DEL (lib/finish_tasks' finish_hashes): outcomes, hashes, locks and
+/// counters are still those of Go's Done task by task, for tasks at any
+/// position after one that stopped early.
+#[tokio::test]
+async fn per_task_path_with_all_hashes_present_ends_as_go_done() {
+    let (_db, broker, client, mut conn) = setup().await;
+    let q = "allhashes";
+    let msgs = finish_scenario(&broker, &client, &mut conn, q, 3, 3).await;
+    // x5 gets a hash back: every task still going after LREM and ZREM has one.
+    let _: () = conn
+        .hset(keys::task_key(q, "x5"), "state", "active")
+        .await
+        .unwrap();
+    let refs: Vec<_> = msgs.iter().collect();
+    let outcomes = broker.done(q, &refs).await.unwrap();
+    assert_eq!(
+        outcomes,
+        vec![
+            DoneOutcome::Done,
+            DoneOutcome::Done,
+            DoneOutcome::Done,
+            DoneOutcome::NotActive,
+            DoneOutcome::NoLease,
+            DoneOutcome::Done,
+        ]
+    );
+    let active: Vec<String> = conn.lrange(keys::active_key(q), 0, -1).await.unwrap();
+    assert_eq!(active, ["pad2", "pad1", "pad0"]);
+    let mut leases: Vec<String> = conn.zrange(keys::lease_key(q), 0, -1).await.unwrap();
+    leases.sort();
+    assert_eq!(leases, ["pad0", "pad1", "pad2", "x3"]);
+    let mut hashes: Vec<String> = conn.keys(format!("asynq:{{{q}}}:t:*")).await.unwrap();
+    hashes.sort();
+    assert_eq!(hashes, [keys::task_key(q, "x3"), keys::task_key(q, "x4")]);
+    let lock1: Option<String> = conn.get(&msgs[1].unique_key).await.unwrap();
+    let lock2: Option<String> = conn.get(&msgs[2].unique_key).await.unwrap();
+    assert_eq!((lock1, lock2.as_deref()), (None, Some("other")));
+    let daily: i64 = conn.get(keys::processed_key(q, today())).await.unwrap();
+    let total: i64 = conn.get(keys::processed_total_key(q)).await.unwrap();
+    assert_eq!((daily, total), (4, 4));
+}
+
 /// Leases `n` tasks of `q` (ids w0.., the first two unique) so that active
 /// and lease hold exactly them.
 async fn lease_batch(
@@ -1220,4 +1263,164 @@ async fn a_lease_call_takes_at_most_its_cap_and_loses_nothing() {
         .await
         .unwrap();
     assert_eq!(processed, 1000);
+}
+
+/// Where `id` is in queue `q`: each of pending, active, lease and archived
+/// that holds it (lists counted once per occurrence).
+async fn places(
+    conn: &mut redis::aio::MultiplexedConnection,
+    q: &str,
+    id: &str,
+) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for (name, key) in [
+        ("pending", keys::pending_key(q)),
+        ("active", keys::active_key(q)),
+    ] {
+        let list: Vec<String> = conn.lrange(&key, 0, -1).await.unwrap();
+        out.extend(list.iter().filter(|x| *x == id).map(|_| name));
+    }
+    for (name, key) in [
+        ("lease", keys::lease_key(q)),
+        ("archived", keys::archived_key(q)),
+    ] {
+        let score: Option<f64> = conn.zscore(&key, id).await.unwrap();
+        out.extend(score.map(|_| name));
+    }
+    out
+}
+
+/// Asserts each good task of `ids` was leased normally: in active once, in
+/// the lease zset, state active, no pending_since.
+async fn assert_leased(conn: &mut redis::aio::MultiplexedConnection, q: &str, ids: &[&str]) {
+    for id in ids {
+        assert_eq!(places(conn, q, id).await, ["active", "lease"], "{id}");
+        assert_eq!(state(conn, q, id).await.as_deref(), Some("active"), "{id}");
+        let since: bool = conn
+            .hexists(keys::task_key(q, id), "pending_since")
+            .await
+            .unwrap();
+        assert!(!since, "{id}: pending_since removed");
+    }
+}
+
+/// A task key of the wrong type in the middle of a lease batch (a string or
+/// a list at `asynq:{q}:t:<id>`: WRONGTYPE for the per-task commands) loses
+/// nothing, on both lease paths (COMPATIBILITY.md#w13). Behaviour: "leased
+/// and handed back corrupt" — every other task of the batch is leased as
+/// usual (active, lease, state active, in taking order); the corrupt id is
+/// leased too (active and lease, its key untouched) and comes back, in its
+/// place, as an `Error::Corrupt` entry with its id; the recoverer's listing
+/// returns it the same way instead of failing; `archive_undecodable` moves
+/// it to the archive with its key untouched, where the inspector lists it as
+/// a corrupt row. Every id is in exactly one container at every step.
+#[tokio::test]
+async fn lease_of_a_batch_with_a_wrong_type_task_key_loses_nothing() {
+    let (db, broker, client, mut conn) = setup().await;
+    let q = "default";
+    enqueue_ids(&client, "t", 6).await;
+    let _: () = conn
+        .set(keys::task_key(q, "t002"), "garbage")
+        .await
+        .unwrap();
+
+    // dequeue: t000..t004 taken, t002 in the middle (3rd of 5).
+    let got = broker.dequeue(q, 5, lease_until()).await.unwrap();
+    let got: Vec<Result<String, String>> = got
+        .into_iter()
+        .map(|r| match r {
+            Ok(t) => Ok(t.msg.id),
+            Err((id, e)) => {
+                assert!(matches!(e, asynqdeck::Error::Corrupt { .. }), "{e}");
+                Err(id)
+            }
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            Ok("t000".into()),
+            Ok("t001".into()),
+            Err("t002".into()),
+            Ok("t003".into()),
+            Ok("t004".into())
+        ]
+    );
+    let active: Vec<String> = conn.lrange(keys::active_key(q), 0, -1).await.unwrap();
+    assert_eq!(active, ["t004", "t003", "t002", "t001", "t000"]);
+    assert_leased(&mut conn, q, &["t000", "t001", "t003", "t004"]).await;
+    assert_eq!(places(&mut conn, q, "t002").await, ["active", "lease"]);
+    assert_eq!(places(&mut conn, q, "t005").await, ["pending"]);
+    let kept: String = conn.get(keys::task_key(q, "t002")).await.unwrap();
+    assert_eq!(kept, "garbage", "corrupt key untouched");
+
+    assert!(broker.archive_undecodable(q, "t002").await.unwrap());
+    assert_eq!(places(&mut conn, q, "t002").await, ["archived"]);
+    let kept: String = conn.get(keys::task_key(q, "t002")).await.unwrap();
+    assert_eq!(kept, "garbage", "archived as it is");
+    let inspector = asynqdeck::Inspector::connect(&db.url()).await.unwrap();
+    let rows = inspector
+        .list_tasks(
+            q,
+            asynqdeck::TaskState::Archived,
+            asynqdeck::inspector::Page::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(
+        matches!(&rows[0], asynqdeck::inspector::TaskRow::Corrupt { id, .. } if id == "t002"),
+        "{rows:?}"
+    );
+
+    // done_and_dequeue: finishes the four, leases t005 and u000..u003, u001
+    // a list, with a lease already over so the recoverer lists them.
+    enqueue_ids(&client, "u", 4).await;
+    let _: () = conn.del(keys::task_key(q, "u001")).await.unwrap();
+    let _: () = conn.rpush(keys::task_key(q, "u001"), "x").await.unwrap();
+    let mut finished = Vec::new();
+    for id in ["t000", "t001", "t003", "t004"] {
+        finished.push(broker_msg(&mut conn, id).await.msg);
+    }
+    let finished: Vec<_> = finished.iter().collect();
+    let past = Utc::now() - chrono::Duration::seconds(60);
+    let (outcomes, leased) = broker
+        .done_and_dequeue(q, &finished, 10, past)
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [DoneOutcome::Done; 4]);
+    let leased: Vec<Result<String, String>> = leased
+        .into_iter()
+        .map(|r| r.map(|t| t.msg.id).map_err(|(id, _)| id))
+        .collect();
+    assert_eq!(
+        leased,
+        [
+            Ok("t005".into()),
+            Ok("u000".into()),
+            Err("u001".into()),
+            Ok("u002".into()),
+            Ok("u003".into())
+        ]
+    );
+    let pending: i64 = conn.llen(keys::pending_key(q)).await.unwrap();
+    assert_eq!(pending, 0);
+    assert_leased(&mut conn, q, &["t005", "u000", "u002", "u003"]).await;
+    assert_eq!(places(&mut conn, q, "u001").await, ["active", "lease"]);
+    for id in ["t000", "t001", "t003", "t004"] {
+        assert!(places(&mut conn, q, id).await.is_empty(), "{id} done");
+    }
+
+    // The recoverer's listing hands it back the same way, not failing.
+    let expired = broker.list_lease_expired(q, Utc::now()).await.unwrap();
+    let expired: Vec<Result<String, String>> = expired
+        .into_iter()
+        .map(|r| r.map(|t| t.msg.id).map_err(|(id, _)| id))
+        .collect();
+    assert_eq!(expired.len(), 5);
+    assert!(expired.contains(&Err("u001".into())), "{expired:?}");
+    assert!(broker.archive_undecodable(q, "u001").await.unwrap());
+    assert_eq!(places(&mut conn, q, "u001").await, ["archived"]);
+    let kept: Vec<String> = conn.lrange(keys::task_key(q, "u001"), 0, -1).await.unwrap();
+    assert_eq!(kept, ["x"]);
 }

@@ -159,6 +159,72 @@ async fn undecodable_task_is_archived_and_the_rest_runs() {
     run.await.unwrap().unwrap();
 }
 
+/// A pending task whose key has the wrong type (a string SET at
+/// `asynq:{q}:t:<id>`), in the middle of 40 good tasks, does not stall or
+/// spin the server and loses nothing (COMPATIBILITY.md#w13): it is leased,
+/// handed back as corrupt and archived with its key untouched within a few
+/// seconds; the 40 good tasks are processed; nothing is left pending,
+/// active or leased.
+#[tokio::test]
+async fn a_wrong_type_task_key_is_archived_and_the_rest_runs() {
+    use redis::AsyncCommands;
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    for i in 0..40 {
+        client
+            .enqueue(
+                &Task::new("ok", vec![]),
+                EnqueueOptions::new().task_id(format!("g{i:02}")),
+            )
+            .await
+            .unwrap();
+        if i == 19 {
+            client
+                .enqueue(
+                    &Task::new("ok", vec![]),
+                    EnqueueOptions::new().task_id("bad"),
+                )
+                .await
+                .unwrap();
+        }
+    }
+    let mut raw = db.raw().await;
+    let _: () = raw.set("asynq:{default}:t:bad", "garbage").await.unwrap();
+    let mut mux = ServeMux::new();
+    mux.handle_fn("ok", |_ctx: TaskContext, _t: Task| async { Ok(()) });
+    let server = Server::connect(
+        &db.url(),
+        Config {
+            concurrency: 50,
+            ..Config::default()
+        },
+    )
+    .await
+    .unwrap();
+    let handle = server.shutdown_handle();
+    let run = tokio::spawn(server.run_until(mux, std::future::pending()));
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let done = support::eventually(Duration::from_secs(5), || {
+        let inspector = inspector.clone();
+        async move {
+            let q = inspector.queue_info("default").await.ok()?;
+            (q.archived == 1 && q.active == 0 && q.pending == 0 && q.processed == 40).then_some(q)
+        }
+    })
+    .await;
+    assert!(done.is_some(), "bad archived, the 40 good processed");
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+    let archived: Vec<String> = raw.zrange("asynq:{default}:archived", 0, -1).await.unwrap();
+    assert_eq!(archived, ["bad"]);
+    let lease: i64 = raw.zcard("asynq:{default}:lease").await.unwrap();
+    assert_eq!(lease, 0);
+    let kept: String = raw.get("asynq:{default}:t:bad").await.unwrap();
+    assert_eq!(kept, "garbage");
+    let failed: Option<i64> = raw.get("asynq:{default}:failed").await.unwrap();
+    assert_eq!(failed, None, "no attempt counted");
+}
+
 /// At concurrency 64 the fetch loop keeps two lease calls in flight, each
 /// with half the permits: 3,000 tasks over two queues are each handled
 /// exactly once, never more than 64 at a time, and Redis ends with nothing

@@ -34,29 +34,61 @@ pub type Leased = Vec<std::result::Result<WireTask, (String, Error)>>;
 /// in order, and the newly leased tasks.
 pub type DoneAndDequeued = (Vec<DoneOutcome>, Leased);
 
-/// A lease reply as Redis sends it: ids, and each id's msg (nil when none).
-type LeaseReply = (Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
-/// A done_and_dequeue reply: the done reply (1 or codes), ids, msgs.
-type DoneAndLeaseReply = (redis::Value, Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
+/// A lease reply as Redis sends it: n ids, then their n msgs (nil when none,
+/// the integer 0 when the task key could not be read or written).
+type LeaseReply = Vec<redis::Value>;
 
-/// Decodes a lease reply `{ids, msgs}` (see `lib/lease_tasks.lua`): ids
-/// leftmost first, taken from the last; an id whose msg is nil was not leased.
-fn decode_leased(queue: &str, ids: Vec<Vec<u8>>, msgs: Vec<Option<Vec<u8>>>) -> Result<Leased> {
-    if ids.len() != msgs.len() {
+/// Decodes a lease reply `{id_1..id_n, msg_1..msg_n}` (see
+/// `lib/lease_tasks.lua`): ids leftmost first, taken from the last; an id
+/// whose msg is nil was not leased; an id whose msg is an integer was leased
+/// although its key is not a readable task hash (e.g. a string someone SET
+/// there) and comes back as an [`Error::Corrupt`] entry, for the caller to
+/// archive as undecodable.
+// asynq divergence: COMPATIBILITY.md#w13
+fn decode_leased(queue: &str, mut reply: LeaseReply) -> Result<Leased> {
+    if !reply.len().is_multiple_of(2) {
         return Err(Error::Internal(format!(
-            "lease script replied {} ids and {} msgs",
-            ids.len(),
-            msgs.len()
+            "lease script replied {} values, not ids and their msgs",
+            reply.len()
         )));
     }
-    let mut out = Vec::with_capacity(ids.len());
-    for (id, msg) in ids.into_iter().zip(msgs).rev() {
-        if let Some(msg) = msg {
-            let id = String::from_utf8_lossy(&id).into_owned();
-            out.push(decode_task(&keys::task_key(queue, &id), &msg).map_err(|e| (id, e)));
+    let msgs = reply.split_off(reply.len() / 2);
+    let mut out = Vec::with_capacity(msgs.len());
+    for (id, msg) in reply.into_iter().zip(msgs).rev() {
+        let id = match id {
+            redis::Value::BulkString(id) => String::from_utf8_lossy(&id).into_owned(),
+            other => {
+                return Err(Error::Internal(format!(
+                    "lease script replied {other:?} for an id"
+                )));
+            }
+        };
+        match msg {
+            redis::Value::Nil => {}
+            redis::Value::BulkString(msg) => {
+                out.push(decode_task(&keys::task_key(queue, &id), &msg).map_err(|e| (id, e)))
+            }
+            redis::Value::Int(_) => {
+                let e = unreadable_key(queue, &id);
+                out.push(Err((id, e)))
+            }
+            other => {
+                return Err(Error::Internal(format!(
+                    "lease script replied {other:?} for a msg"
+                )));
+            }
         }
     }
     Ok(out)
+}
+
+/// The error for a task whose key a script could not read or write (it
+/// replied 0 for its msg): a key of another type, most likely.
+fn unreadable_key(queue: &str, id: &str) -> Error {
+    Error::Corrupt {
+        key: keys::task_key(queue, id),
+        reason: "not a readable task hash (a key of another type?)".into(),
+    }
 }
 
 /// Maps a done reply (see `lib/finish_tasks.lua`: 1 when all finished, else
@@ -150,8 +182,8 @@ impl Broker {
             .arg(lease_until.timestamp())
             .arg(keys::task_key_prefix(queue));
         lease_args(&mut inv, max.max(1));
-        let (ids, msgs): LeaseReply = inv.invoke_async(&mut self.conn()).await?;
-        decode_leased(queue, ids, msgs)
+        let reply: LeaseReply = inv.invoke_async(&mut self.conn()).await?;
+        decode_leased(queue, reply)
     }
 
     /// Finishes successful tasks of one queue (no retention): removes each
@@ -206,10 +238,14 @@ impl Broker {
             .arg(lease_until.timestamp());
         lease_args(&mut inv, max);
         finish_args(&mut inv, tasks);
-        let (codes, ids, msgs): DoneAndLeaseReply = inv.invoke_async(&mut self.conn()).await?;
+        // The lease reply with the done reply appended.
+        let mut reply: LeaseReply = inv.invoke_async(&mut self.conn()).await?;
+        let codes = reply
+            .pop()
+            .ok_or_else(|| Error::Internal("done_and_dequeue replied nothing".into()))?;
         Ok((
             done_outcomes(codes, tasks.len())?,
-            decode_leased(queue, ids, msgs)?,
+            decode_leased(queue, reply)?,
         ))
     }
 
@@ -395,26 +431,52 @@ impl Broker {
 
     /// Active tasks of `queue` whose lease expired at or before `cutoff`
     /// (Go `ListLeaseExpired`), at most [`RECOVER_BATCH`]. An entry whose
-    /// msg does not decode comes back as an error with its id.
+    /// msg does not decode, or whose key is not a readable task hash, comes
+    /// back as an error with its id.
+    // asynq divergence: COMPATIBILITY.md#w13
     pub async fn list_lease_expired(
         &self,
         queue: &str,
         cutoff: DateTime<Utc>,
     ) -> Result<Vec<std::result::Result<WireTask, (String, Error)>>> {
-        let reply: Vec<Vec<u8>> = scripts::LIST_LEASE_EXPIRED
+        let reply: Vec<redis::Value> = scripts::LIST_LEASE_EXPIRED
             .key(keys::lease_key(queue))
             .arg(cutoff.timestamp())
             .arg(keys::task_key_prefix(queue))
             .arg(RECOVER_BATCH)
             .invoke_async(&mut self.conn())
             .await?;
-        Ok(reply
-            .chunks_exact(2)
-            .map(|pair| {
-                let id = String::from_utf8_lossy(&pair[0]).into_owned();
-                decode_task(&keys::task_key(queue, &id), &pair[1]).map_err(|e| (id, e))
-            })
-            .collect())
+        if !reply.len().is_multiple_of(2) {
+            return Err(Error::Internal(format!(
+                "list_lease_expired replied {} values, not id and msg pairs",
+                reply.len()
+            )));
+        }
+        let mut ids = reply.into_iter();
+        let mut out = Vec::new();
+        while let (Some(id), Some(msg)) = (ids.next(), ids.next()) {
+            let redis::Value::BulkString(id) = id else {
+                return Err(Error::Internal(format!(
+                    "list_lease_expired replied {id:?} for an id"
+                )));
+            };
+            let id = String::from_utf8_lossy(&id).into_owned();
+            out.push(match msg {
+                redis::Value::BulkString(msg) => {
+                    decode_task(&keys::task_key(queue, &id), &msg).map_err(|e| (id, e))
+                }
+                redis::Value::Int(_) => {
+                    let e = unreadable_key(queue, &id);
+                    Err((id, e))
+                }
+                other => {
+                    return Err(Error::Internal(format!(
+                        "list_lease_expired replied {other:?} for a msg"
+                    )));
+                }
+            });
+        }
+        Ok(out)
     }
 
     /// Moves a leased task whose msg cannot be decoded to the archive with

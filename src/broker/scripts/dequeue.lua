@@ -7,12 +7,11 @@
 -- ARGV[1] lease expiry, unix s
 -- ARGV[2] task key prefix asynq:{<q>}:t:
 -- ARGV[3] N, most tasks to take (>= 1); ARGV[4] "-N"; ARGV[5] "-(N+1)"
--- Returns: {ids, msgs} (see lib/lease_tasks): ids leftmost first, taken from
--- the last; msgs[k] false when ids[k] has no msg.
+-- Returns: {id_1, ..., id_n, msg_1, ..., msg_n} (see lib/lease_tasks): ids
+-- leftmost first, taken from the last; msg_k false when id_k has no msg.
 -- Each task moves as Go's single dequeue does (see lib/lease_tasks).
 -- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2
 if tonumber(ARGV[3]) > LEASE_MAX then
     return redis.error_reply("at most " .. LEASE_MAX .. " tasks per lease call")
 end
-local ids, msgs = lease_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-return {ids, msgs}
+return lease_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])

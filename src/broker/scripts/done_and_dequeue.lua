@@ -15,8 +15,9 @@
 -- ARGV[5] N, most tasks to lease (>= 0); ARGV[6] "-N"; ARGV[7] "-(N+1)"
 -- ARGV[8] n, then the n ids to finish and their lock pairs, as done.lua's
 -- ARGV[4] onwards
--- Returns: {codes, ids, msgs}: codes as done.lua replies (1 or one code
--- per task), ids and msgs as dequeue.lua. The finishing happens first,
+-- Returns: dequeue.lua's reply with one more value at the end, the codes as
+-- done.lua replies them (1, or an array of one code per task): {id_1, ...,
+-- id_n, msg_1, ..., msg_n, codes}. The finishing happens first,
 -- exactly as a done call followed by a dequeue call.
 -- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2, COMPATIBILITY.md#w11
 if tonumber(ARGV[5]) > LEASE_MAX then
@@ -24,7 +25,8 @@ if tonumber(ARGV[5]) > LEASE_MAX then
 end
 local codes = finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 8)
 if ARGV[5] == "0" then
-    return {codes, {}, {}}
+    return {codes}
 end
-local ids, msgs = lease_tasks(KEYS[5], KEYS[6], KEYS[1], KEYS[2], ARGV[4], ARGV[3], ARGV[5], ARGV[6], ARGV[7])
-return {codes, ids, msgs}
+local leased = lease_tasks(KEYS[5], KEYS[6], KEYS[1], KEYS[2], ARGV[4], ARGV[3], ARGV[5], ARGV[6], ARGV[7])
+leased[#leased + 1] = codes
+return leased

@@ -11,13 +11,18 @@
 -- ARGV[4] asynq:{<q>}:t:  task key prefix
 -- Returns: a flat array, 4 entries per id in container order (lists left to
 -- right, zsets by ascending score): id; msg (nil when the hash is missing,
--- "" when the hash has no msg field); result (nil when absent); score as a
--- decimal string (the zset score, or the lease expiry when KEYS[2] is given;
--- nil when there is none).
+-- "" when the hash has no msg field or the key is not a hash); result (nil
+-- when absent); score as a decimal string (the zset score, or the lease
+-- expiry when KEYS[2] is given; nil when there is none).
 local data = {}
 local function add(id, score)
     local key = ARGV[4] .. id
-    local fields = redis.call("HMGET", key, "msg", "result")
+    local fields = redis.pcall("HMGET", key, "msg", "result")
+    if fields.err then
+        -- A key of another type: listed like a hash without msg, a corrupt
+        -- row, rather than failing the page (COMPATIBILITY.md#w13).
+        fields = {false, false}
+    end
     local msg = fields[1]
     if not msg and redis.call("EXISTS", key) == 1 then
         msg = ""
