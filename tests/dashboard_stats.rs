@@ -1303,3 +1303,64 @@ async fn tracked_hints_without_tracking_read_uncached() {
     }
     assert!(tracking_clients(&mut admin).await.is_empty());
 }
+
+/// Tracked hints under a stream of enqueues (each moves the pending list):
+/// an invalidation taken right after a read may come from a change after
+/// it, so that queue is not cached; once the stream stops, the next call
+/// equals `queue_info` (a queue frozen at an old size was the bug).
+#[tokio::test]
+async fn tracked_hints_do_not_freeze_a_queue_changing_during_reads() {
+    let db = support::private_redis();
+    let w = setup(&db).await;
+    enqueue(&w, "flood", EnqueueOptions::new()).await;
+    let names = vec!["flood".to_string()];
+    let mut hints = StatsHints::tracked();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let mut conn = db.raw().await;
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _: () = conn.lpush(keys::pending_key("flood"), "x").await.unwrap();
+            }
+        })
+    };
+    for _ in 0..300 {
+        w.inspector
+            .queues_stats_with(&names, false, &mut hints)
+            .await
+            .unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.await.unwrap();
+    let mut conn = db.raw().await;
+    let len: i64 = conn.llen(keys::pending_key("flood")).await.unwrap();
+    for _ in 0..2 {
+        let rows = w
+            .inspector
+            .queues_stats_with(&names, false, &mut hints)
+            .await
+            .unwrap();
+        assert_eq!(rows[0].info.as_ref().unwrap().pending, len);
+    }
+}
+
+/// A dashboard that saw no queue sees the first one appear (the empty
+/// list is read again, not taken from the last snapshot).
+#[tokio::test]
+async fn the_first_queue_appears_after_an_empty_list() {
+    let db = support::redis();
+    let w = setup(&db).await;
+    let cache = StatsCache::new(Duration::from_secs(60));
+    assert!(cache.get(&w.inspector).await.queues.is_empty());
+    enqueue(&w, "first", EnqueueOptions::new()).await;
+    cache.invalidate().await;
+    let snap = cache.get(&w.inspector).await;
+    assert_eq!(
+        snap.queues
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>(),
+        ["first"]
+    );
+}

@@ -13,6 +13,12 @@
 //! or transaction ran is heard of before its reply is: numbers served from
 //! the cache are those of the moment of that reply, as fresh as a full read.
 //! A cached queue that turns out changed by then is read in another round.
+//! Pushes taken after a reply may also come from changes made after it (the
+//! connection's driver can receive them before the caller runs): a queue
+//! read in that transaction and named by one is served as read but not
+//! cached, since Redis will not push for that key again. Every
+//! [`MAX_CACHE_AGE`] every queue is read again whatever was heard, which
+//! bounds what Redis never reports (`SWAPDB` sends no invalidation).
 //!
 //! What is tracked: the plain commands of the statistics transaction
 //! (`SMEMBERS asynq:queues`, the counters' `MGET`, the `EXISTS` probes) as
@@ -53,6 +59,11 @@ pub(crate) const RETRY_TRACKING: Duration = Duration::from_secs(600);
 /// How long reads go uncached after the tracked connection could not be
 /// opened (Redis down).
 const RETRY_CONNECT: Duration = Duration::from_secs(5);
+/// Longest a queue's numbers are served from the cache without a full
+/// read: a bound for what invalidations never report (`SWAPDB` sends none in
+/// Redis 7.0; a Redis-compatible server that accepts `CLIENT TRACKING` but
+/// does not push).
+pub(crate) const MAX_CACHE_AGE: Duration = Duration::from_secs(300);
 /// Rounds of one chunk before it is read whole (a cached queue changed
 /// during each of the previous rounds: a busy Redis).
 const ROUNDS: usize = 3;
@@ -70,6 +81,9 @@ pub(crate) struct StatsTracking {
     /// Each queue's next pending task as last read: its hash is declared
     /// on the next read.
     next_ids: HashMap<String, Vec<u8>>,
+    /// When every queue was last read (the cache's age bound,
+    /// [`MAX_CACHE_AGE`]).
+    full_read_at: Option<Instant>,
     /// Redis refused tracking or could not be reached: read uncached until
     /// then.
     refused_until: Option<Instant>,
@@ -204,6 +218,7 @@ impl StatsTracking {
         self.conn = None;
         self.rows.clear();
         self.members = None;
+        self.full_read_at = None;
     }
 
     /// Applies what was heard: drops the rows of queues with a changed key,
@@ -317,6 +332,15 @@ impl Broker {
             members: Vec::new(),
             transactions: 0,
         };
+        let started = Instant::now();
+        if tracking
+            .full_read_at
+            .is_none_or(|t| started.duration_since(t) >= MAX_CACHE_AGE)
+        {
+            tracking.rows.clear();
+            tracking.members = None;
+            tracking.full_read_at = Some(started);
+        }
         for (i, chunk) in queues.chunks(QUEUES_PER_STATS_CALL).enumerate() {
             let mut round = 0;
             let (members, entries) = loop {
@@ -363,14 +387,40 @@ impl Broker {
                 }
                 let heard = conn.drain();
                 let read_now: HashSet<&str> = read.iter().map(String::as_str).collect();
+                // A push drained now may also come from a change made
+                // after the read (the driver can receive it before we run):
+                // what was read and invalidated is used once, not cached.
+                let mut doubtful: HashSet<String> = HashSet::new();
+                let mut members_doubtful = heard.all;
+                for k in &heard.keys {
+                    if k.as_slice() == keys::ALL_QUEUES.as_bytes() {
+                        members_doubtful = true;
+                    }
+                    for q in queues_of_key(k, &read_now) {
+                        doubtful.insert(q.to_string());
+                    }
+                }
+                if heard.all {
+                    doubtful.extend(read.iter().cloned());
+                }
                 let mut stale = tracking.apply(heard, &read_now)?;
+                let mut members_used = None;
                 match fresh_members {
-                    Some(m) => tracking.members = Some(m),
+                    Some(m) => {
+                        if members_doubtful {
+                            members_used = Some(m);
+                            tracking.members = None;
+                        } else {
+                            tracking.members = Some(m);
+                        }
+                    }
                     None => stale |= tracking.members.is_none(),
                 }
-                let fresh = self.keep(tracking, fresh, today);
+                let fresh = self.keep(tracking, fresh, today, &doubtful);
                 if !stale || whole {
-                    let members = tracking.members.clone().unwrap_or_default();
+                    let members = members_used
+                        .or_else(|| tracking.members.clone())
+                        .unwrap_or_default();
                     let mut samples = HashMap::new();
                     if with_samples {
                         // The cached queues' samples (the series is not
@@ -412,12 +462,17 @@ impl Broker {
         tracking: &mut StatsTracking,
         fresh: Vec<QueueStatsEntry>,
         today: NaiveDate,
+        doubtful: &HashSet<String>,
     ) -> HashMap<String, QueueStatsEntry> {
         let mut by_queue = HashMap::with_capacity(fresh.len());
         for e in fresh {
             let declared = tracking.next_ids.get(&e.queue);
             let cacheable = match &e.stats {
-                Ok(s) => s.groups == 0 && (s.pending == 0 || declared == e.next_id.as_ref()),
+                Ok(s) => {
+                    !doubtful.contains(&e.queue)
+                        && s.groups == 0
+                        && (s.pending == 0 || declared == e.next_id.as_ref())
+                }
                 Err(_) => false,
             };
             if cacheable && let Ok(s) = &e.stats {

@@ -564,7 +564,9 @@ async fn compute(
             None,
         )
     };
-    let names = match hints.members() {
+    // An empty list is read again: with no queue to read, no transaction
+    // would read `asynq:queues` and see the first queue appear.
+    let names = match hints.members().filter(|m| !m.is_empty()) {
         Some(names) => names.to_vec(),
         None => match inspector.queues().await {
             Ok(n) => n,
