@@ -450,8 +450,9 @@ impl Broker {
             }
             out.entries.extend(entries);
         }
-        tracking.rows.retain(|q, _| queues.contains(q));
-        tracking.next_ids.retain(|q, _| queues.contains(q));
+        let asked: HashSet<&str> = queues.iter().map(String::as_str).collect();
+        tracking.rows.retain(|q, _| asked.contains(q.as_str()));
+        tracking.next_ids.retain(|q, _| asked.contains(q.as_str()));
         Ok(out)
     }
 
