@@ -1364,3 +1364,62 @@ async fn the_first_queue_appears_after_an_empty_list() {
         ["first"]
     );
 }
+
+/// `SWAPDB` sends no invalidation (Redis 7.0): tracked hints keep serving
+/// the swapped-out numbers, but never longer than `MAX_CACHE_AGE` (5 min
+/// by the broker's clock), after which every queue is read again.
+#[tokio::test]
+async fn tracked_hints_read_everything_again_after_five_minutes() {
+    let db = support::private_redis();
+    let w = setup(&db).await;
+    enqueue(&w, "q", EnqueueOptions::new()).await;
+    let names = vec!["q".to_string()];
+    // Database 1 holds `q` with three pending tasks; prepared first, as a
+    // write there would invalidate the same key names.
+    let other = support::TestDb {
+        port: db.port,
+        db: 1,
+    };
+    let other_client = Client::from_broker(Broker::connect(&other.url()).await.unwrap());
+    for _ in 0..3 {
+        other_client
+            .enqueue(
+                &Task::new("t", b"p".to_vec()),
+                EnqueueOptions::new().queue("q"),
+            )
+            .await
+            .unwrap();
+    }
+    let mut hints = StatsHints::tracked();
+    for _ in 0..2 {
+        let rows = w
+            .inspector
+            .queues_stats_with(&names, false, &mut hints)
+            .await
+            .unwrap();
+        assert_eq!(rows[0].info.as_ref().unwrap().pending, 1);
+    }
+    let mut conn = db.raw().await;
+    let _: () = redis::cmd("SWAPDB")
+        .arg(0)
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let pending =
+        |rows: Vec<asynqdeck::inspector::QueueStatsRow>| rows[0].info.as_ref().unwrap().pending;
+    w.clock.set(now() + chrono::Duration::seconds(299));
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, false, &mut hints)
+        .await
+        .unwrap();
+    assert_eq!(pending(rows), 1, "cached: SWAPDB is not heard of");
+    w.clock.set(now() + chrono::Duration::seconds(300));
+    let rows = w
+        .inspector
+        .queues_stats_with(&names, false, &mut hints)
+        .await
+        .unwrap();
+    assert_eq!(pending(rows), 3, "read again after 5 minutes");
+}

@@ -81,9 +81,9 @@ pub(crate) struct StatsTracking {
     /// Each queue's next pending task as last read: its hash is declared
     /// on the next read.
     next_ids: HashMap<String, Vec<u8>>,
-    /// When every queue was last read (the cache's age bound,
-    /// [`MAX_CACHE_AGE`]).
-    full_read_at: Option<Instant>,
+    /// When every queue was last read, by the broker's clock (the cache's
+    /// age bound, [`MAX_CACHE_AGE`]).
+    full_read_at: Option<DateTime<Utc>>,
     /// Redis refused tracking or could not be reached: read uncached until
     /// then.
     refused_until: Option<Instant>,
@@ -332,14 +332,13 @@ impl Broker {
             members: Vec::new(),
             transactions: 0,
         };
-        let started = Instant::now();
         if tracking
             .full_read_at
-            .is_none_or(|t| started.duration_since(t) >= MAX_CACHE_AGE)
+            .is_none_or(|t| (now - t).to_std().unwrap_or_default() >= MAX_CACHE_AGE)
         {
             tracking.rows.clear();
             tracking.members = None;
-            tracking.full_read_at = Some(started);
+            tracking.full_read_at = Some(now);
         }
         for (i, chunk) in queues.chunks(QUEUES_PER_STATS_CALL).enumerate() {
             let mut round = 0;
