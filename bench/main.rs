@@ -61,12 +61,21 @@ const TASK_TYPE: &str = "bench:noop";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("worker") {
+        let rt = if std::env::var("BENCH_WORKER_RUNTIME").as_deref() == Ok("current") {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?
+        };
+        return rt.block_on(worker_main(&args[1..]));
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    if args.first().map(String::as_str) == Some("worker") {
-        return rt.block_on(worker_main(&args[1..]));
-    }
     let opts = Options::parse(&args)?;
     rt.block_on(orchestrate(opts))
 }
@@ -172,6 +181,10 @@ async fn worker_main(args: &[String]) -> anyhow::Result<()> {
     let config = Config {
         concurrency,
         queues: [(QUEUE.to_string(), 1)].into(),
+        fetch_spin: std::env::var("BENCH_FETCH_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_micros),
         ..Config::default()
     };
     let server = Server::connect(url, config).await?;
@@ -527,6 +540,8 @@ fn parse_summary(stdout: &[u8]) -> anyhow::Result<WorkerSummary> {
 #[derive(Debug, Default, Clone)]
 struct RedisSnap {
     cpu_us: f64,
+    /// Of `cpu_us`, the part spent in the kernel (`used_cpu_sys`).
+    sys_us: f64,
     /// command → (calls, usec)
     commands: BTreeMap<String, (u64, u64)>,
 }
@@ -540,6 +555,7 @@ async fn redis_snap(conn: &mut MultiplexedConnection) -> anyhow::Result<RedisSna
             .unwrap_or(0.0)
     };
     let cpu_us = (field("used_cpu_sys:") + field("used_cpu_user:")) * 1e6;
+    let sys_us = field("used_cpu_sys:") * 1e6;
     let stats: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
@@ -560,7 +576,11 @@ async fn redis_snap(conn: &mut MultiplexedConnection) -> anyhow::Result<RedisSna
         };
         commands.insert(name.to_string(), (get("calls="), get("usec=")));
     }
-    Ok(RedisSnap { cpu_us, commands })
+    Ok(RedisSnap {
+        cpu_us,
+        sys_us,
+        commands,
+    })
 }
 
 /// Commands Redis ran between two snapshots: (name, calls, usec), most
@@ -689,6 +709,8 @@ struct ThroughputResult {
     enqueue_per_s: f64,
     worker: WorkerSummary,
     redis_cpu_us: f64,
+    /// Of `redis_cpu_us`, the kernel's part (syscalls, wake-ups).
+    redis_sys_us: f64,
     /// CPU the rest of the machine used during the run, in CPUs (0.05 = 5 %
     /// of one core): busy time minus Redis, the worker and this bench.
     other_cpus: f64,
@@ -704,6 +726,10 @@ impl ThroughputResult {
 
     fn redis_cpu_per_task(&self) -> f64 {
         self.redis_cpu_us / self.worker.count.max(1) as f64
+    }
+
+    fn redis_sys_per_task(&self) -> f64 {
+        self.redis_sys_us / self.worker.count.max(1) as f64
     }
 
     fn worker_cpu_per_task(&self) -> f64 {
@@ -784,6 +810,7 @@ async fn throughput(
         enqueue_per_s,
         worker,
         redis_cpu_us,
+        redis_sys_us: after.sys_us - before.sys_us,
         other_cpus,
         commands: command_delta(&before, &after),
         profile: profile_groups,
@@ -1091,9 +1118,11 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
             eprintln!("bench: throughput {} C={c} N={}", engine.name(), opts.tasks);
             let r = throughput(&mut env, engine, c, opts.tasks, opts.profile).await?;
             eprintln!(
-                "bench:   {:.0} tasks/s, Redis {:.1} µs/task, RSS {:.1} MiB, enqueue {:.0}/s, other load {:.2} CPU",
+                "bench:   {:.0} tasks/s, Redis {:.1} µs/task ({:.1} kernel), worker {:.1} µs/task, RSS {:.1} MiB, enqueue {:.0}/s, other load {:.2} CPU",
                 r.tasks_per_s(),
                 r.redis_cpu_per_task(),
+                r.redis_sys_per_task(),
+                r.worker_cpu_per_task(),
                 kb_to_mib(r.worker.max_rss_kb),
                 r.enqueue_per_s,
                 r.other_cpus

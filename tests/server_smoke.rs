@@ -440,3 +440,141 @@ async fn a_type_learned_quick_still_panics_fails_and_waits_like_any_task() {
         }
     }
 }
+
+/// The fetch loop runs on a thread of its own (`Config::fetch_spin`,
+/// COMPATIBILITY W14), but handlers belong to the caller's runtime: spawned
+/// there, and (in release builds, where the type is learned quick and
+/// polled inline on the fetch thread) what a handler spawns still goes to
+/// the caller's runtime and `block_in_place` still works (W12). The inline
+/// case itself: `inline_start::tests::an_inline_poll_belongs_to_the_workers_runtime`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_belong_to_the_callers_runtime_even_when_polled_inline() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let ours = tokio::runtime::Handle::current().id();
+    // (runtime of the handler, runtime of what it spawned, its thread's name)
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut mux = ServeMux::new();
+    let s = seen.clone();
+    mux.handle_fn("t", move |_ctx: TaskContext, t: Task| {
+        let here = tokio::runtime::Handle::current().id();
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        if t.payload() == b"block" {
+            tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
+        }
+        let spawned = tokio::spawn(async { tokio::runtime::Handle::current().id() });
+        let s = s.clone();
+        async move {
+            let there = spawned.await.unwrap();
+            s.lock().unwrap().push((here, there, thread));
+            Ok(())
+        }
+    });
+    let config = Config {
+        concurrency: 10,
+        ..Config::default()
+    };
+    let server = Server::connect(&db.url(), config).await.unwrap();
+    let handle = server.shutdown_handle();
+    let run = tokio::spawn(server.run_until(mux, std::future::pending()));
+    let processed = |n: i64| {
+        let inspector = inspector.clone();
+        support::eventually(Duration::from_secs(30), move || {
+            let inspector = inspector.clone();
+            async move {
+                let q = inspector.queue_info("default").await.ok()?;
+                (q.processed == n).then_some(q)
+            }
+        })
+    };
+    // Enough quick ones for the type to be learned quick (64 in a row).
+    for _ in 0..150 {
+        client
+            .enqueue(&Task::new("t", b"ok".to_vec()), EnqueueOptions::new())
+            .await
+            .unwrap();
+    }
+    processed(150).await.expect("the quick ones");
+    for _ in 0..5 {
+        client
+            .enqueue(&Task::new("t", b"block".to_vec()), EnqueueOptions::new())
+            .await
+            .unwrap();
+    }
+    let q = processed(155).await.expect("the blocking ones");
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+    assert_eq!((q.failed, q.archived, q.retry), (0, 0, 0));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 155);
+    for (here, there, thread) in seen.iter() {
+        assert_eq!((here, there), (&ours, &ours), "on thread {thread:?}");
+    }
+}
+
+/// Dropping the future of `run_until` stops the server: its fetch loop,
+/// on a thread of its own, takes no more tasks, and the heartbeat removes
+/// the server's state.
+#[tokio::test]
+async fn dropping_the_run_future_stops_the_fetch_thread() {
+    let db = support::redis();
+    let queue = "drop-run";
+    let client = Client::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let runs = Arc::new(AtomicU32::new(0));
+    let r = runs.clone();
+    let handler = asynqdeck::server::handler_fn(move |_ctx: TaskContext, _t: Task| {
+        r.fetch_add(1, Ordering::SeqCst);
+        async { Ok(()) }
+    });
+    let config = Config {
+        concurrency: 2,
+        queues: [(queue.to_string(), 1)].into(),
+        ..Config::default()
+    };
+    let server = Server::connect(&db.url(), config).await.unwrap();
+    let run = tokio::spawn(server.run_until(handler, std::future::pending()));
+    let opts = || EnqueueOptions::new().queue(queue);
+    client
+        .enqueue(&Task::new("t", b"1".to_vec()), opts())
+        .await
+        .unwrap();
+    let serving = |n: usize| {
+        let inspector = inspector.clone();
+        support::eventually(Duration::from_secs(10), move || {
+            let inspector = inspector.clone();
+            async move {
+                let ours = inspector
+                    .servers()
+                    .await
+                    .ok()?
+                    .into_iter()
+                    .filter(|s| s.queues.contains_key(queue))
+                    .count();
+                (ours == n).then_some(())
+            }
+        })
+    };
+    serving(1).await.expect("server listed");
+    support::eventually(Duration::from_secs(10), || async {
+        (runs.load(Ordering::SeqCst) == 1).then_some(())
+    })
+    .await
+    .expect("the first task ran");
+    run.abort();
+    assert!(run.await.unwrap_err().is_cancelled());
+    serving(0).await.expect("the heartbeat removed the server");
+    let info = client
+        .enqueue(&Task::new("t", b"2".to_vec()), opts())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let task = inspector.get_task_info(queue, &info.id).await.unwrap();
+    assert_eq!(
+        task.state,
+        TaskState::Pending,
+        "no fetch loop left to take it"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}

@@ -55,6 +55,22 @@ impl std::fmt::Debug for ConnectOptions {
     }
 }
 
+/// Whether `addr` is on this host: a Unix socket, `localhost`, or a
+/// loopback address (`127.0.0.0/8`, `::1`).
+pub(crate) fn is_local_addr(addr: &ConnectionAddr) -> bool {
+    match addr {
+        ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host.eq_ignore_ascii_case("localhost")
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+        ConnectionAddr::Unix(_) => true,
+        _ => false,
+    }
+}
+
 /// The URL used when none is given.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 
@@ -219,6 +235,40 @@ fn install_crypto_provider() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fetch loop spins for replies only when Redis is on this host
+    /// (`Config::fetch_spin`): loopback names and addresses, Unix sockets.
+    #[test]
+    fn local_addresses() {
+        let local = |url: &str| {
+            is_local_addr(
+                ConnectOptions::new(url)
+                    .client()
+                    .unwrap()
+                    .get_connection_info()
+                    .addr(),
+            )
+        };
+        for url in [
+            "redis://127.0.0.1:6379",
+            "redis://127.3.2.1:1/2",
+            "redis://localhost",
+            "redis://LOCALHOST:7000",
+            "redis://[::1]:6379",
+            "rediss://127.0.0.1:6380",
+            "redis+unix:///tmp/redis.sock",
+        ] {
+            assert!(local(url), "{url}");
+        }
+        for url in [
+            "redis://10.0.0.5:6379",
+            "redis://redis.internal:6379",
+            "redis://[2001:db8::1]:6379",
+            "rediss://cache.example.com",
+        ] {
+            assert!(!local(url), "{url}");
+        }
+    }
 
     /// Separate parts override the URL; TLS follows rediss:// or any TLS option.
     #[test]

@@ -83,17 +83,33 @@ impl Broker {
     /// cannot be reached or refuses the credentials.
     pub async fn connect_with(options: &ConnectOptions) -> Result<Self> {
         let client = options.client()?;
-        // Fail fast when Redis is down at start (the default retries for ~6 s);
-        // later drops are reconnected by the manager.
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_number_of_retries(1)
-            .set_connection_timeout(Some(std::time::Duration::from_secs(5)));
-        let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
+        let conn = ConnectionManager::new_with_config(client.clone(), manager_config()).await?;
         Ok(Broker {
             conn,
             client: std::sync::Arc::new(client),
             clock: std::sync::Arc::new(SystemClock),
         })
+    }
+
+    /// The same Redis and clock on a connection of its own, whose I/O is
+    /// driven by the runtime this is called on (the fetch loop's thread uses
+    /// one so that waiting for its replies wakes no other thread). Errors
+    /// with [`Error::Redis`] when Redis cannot be reached.
+    pub async fn own_connection(&self) -> Result<Self> {
+        let conn =
+            ConnectionManager::new_with_config((*self.client).clone(), manager_config()).await?;
+        Ok(Broker {
+            conn,
+            client: self.client.clone(),
+            clock: self.clock.clone(),
+        })
+    }
+
+    /// Whether Redis is reached on this host: a Unix socket, `localhost`, or
+    /// a loopback address (`127.0.0.0/8`, `::1`). Another address may still
+    /// be this host; it counts as remote.
+    pub fn is_local(&self) -> bool {
+        conn::is_local_addr(self.client.get_connection_info().addr())
     }
 
     /// The same broker reading time from `clock` (for tests).
@@ -117,6 +133,14 @@ impl Broker {
         let _: String = redis::cmd("PING").query_async(&mut self.conn()).await?;
         Ok(())
     }
+}
+
+/// Fail fast when Redis is down at start (the default retries for ~6 s);
+/// later drops are reconnected by the manager.
+fn manager_config() -> redis::aio::ConnectionManagerConfig {
+    redis::aio::ConnectionManagerConfig::new()
+        .set_number_of_retries(1)
+        .set_connection_timeout(Some(std::time::Duration::from_secs(5)))
 }
 
 /// Decodes a task message read from `key`, mapping failure to [`Error::Corrupt`].

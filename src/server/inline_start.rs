@@ -90,13 +90,17 @@ impl InlineStart {
 
     /// Starts `worker` for a task of `task_type`: polls it once here when
     /// the type is quick and `budget` is left (charging the poll's time to
-    /// it), else spawns it on `workers` (timing its first poll while the
-    /// type is still learned); a worker still pending after the inline poll
-    /// is spawned. A panic escaping an inline poll is logged and the worker
-    /// dropped, as a spawned task's would end.
+    /// it), else spawns it on `workers`, on runtime `rt` (timing its first
+    /// poll while the type is still learned); a worker still pending after
+    /// the inline poll is spawned there. An inline poll runs inside `rt`'s
+    /// context, so what the handler spawns or registers (tasks, timers,
+    /// sockets) belongs to `rt` as if the worker had been spawned. A panic
+    /// escaping an inline poll is logged and the worker dropped, as a
+    /// spawned task's would end.
     pub fn start(
         self: &Arc<Self>,
         workers: &mut tokio::task::JoinSet<()>,
+        rt: &tokio::runtime::Handle,
         task_type: &str,
         mut worker: Worker,
         budget: &mut Duration,
@@ -106,23 +110,27 @@ impl InlineStart {
             Kind::Learning(_) => {
                 let (me, task_type) = (self.clone(), task_type.to_string());
                 let mut first = true;
-                workers.spawn(std::future::poll_fn(move |cx| {
-                    if !first {
-                        return worker.as_mut().poll(cx);
-                    }
-                    first = false;
-                    let started = Instant::now();
-                    let polled = worker.as_mut().poll(cx);
-                    me.record(&task_type, started.elapsed());
-                    polled
-                }));
+                workers.spawn_on(
+                    std::future::poll_fn(move |cx| {
+                        if !first {
+                            return worker.as_mut().poll(cx);
+                        }
+                        first = false;
+                        let started = Instant::now();
+                        let polled = worker.as_mut().poll(cx);
+                        me.record(&task_type, started.elapsed());
+                        polled
+                    }),
+                    rt,
+                );
                 return;
             }
             _ => {
-                workers.spawn(worker);
+                workers.spawn_on(worker, rt);
                 return;
             }
         }
+        let _in_rt = rt.enter();
         let started = Instant::now();
         let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
         let polled = std::panic::catch_unwind(AssertUnwindSafe(|| worker.as_mut().poll(&mut cx)));
@@ -132,7 +140,7 @@ impl InlineStart {
         match polled {
             Ok(Poll::Ready(())) => {}
             Ok(Poll::Pending) => {
-                workers.spawn(worker);
+                workers.spawn_on(worker, rt);
             }
             Err(_) => tracing::error!(task_type, "worker panicked outside its handler"),
         }
@@ -153,6 +161,10 @@ mod tests {
             }
             done.fetch_add(1, Ordering::SeqCst);
         })
+    }
+
+    fn rt() -> tokio::runtime::Handle {
+        tokio::runtime::Handle::current()
     }
 
     /// A fresh registry, a completion counter and an empty worker set.
@@ -178,6 +190,7 @@ mod tests {
         let mut budget = BATCH_BUDGET;
         inline.start(
             &mut workers,
+            &rt(),
             "t",
             counting(&done, Duration::ZERO, false),
             &mut budget,
@@ -204,6 +217,7 @@ mod tests {
         let mut budget = BATCH_BUDGET;
         inline.start(
             &mut workers,
+            &rt(),
             "t",
             counting(&done, Duration::ZERO, false),
             &mut budget,
@@ -211,6 +225,7 @@ mod tests {
         assert_eq!((done.load(Ordering::SeqCst), workers.len()), (1, 0));
         inline.start(
             &mut workers,
+            &rt(),
             "t",
             counting(&done, Duration::ZERO, true),
             &mut budget,
@@ -227,12 +242,24 @@ mod tests {
         let mut budget = Duration::from_secs(1);
         let slow = SLOW_FIRST_POLL * 3;
         // Spawned (learning): its timed first poll marks the type.
-        inline.start(&mut workers, "a", counting(&done, slow, false), &mut budget);
+        inline.start(
+            &mut workers,
+            &rt(),
+            "a",
+            counting(&done, slow, false),
+            &mut budget,
+        );
         workers.join_next().await.unwrap().unwrap();
         assert_eq!(inline.kind("a"), Kind::Slow);
         // Inline (quick): the same.
         quick(&inline, "b");
-        inline.start(&mut workers, "b", counting(&done, slow, false), &mut budget);
+        inline.start(
+            &mut workers,
+            &rt(),
+            "b",
+            counting(&done, slow, false),
+            &mut budget,
+        );
         assert_eq!((inline.kind("b"), workers.len()), (Kind::Slow, 0));
         // Quick again, but slow for good: spawned, and stays slow.
         for _ in 0..QUICK_STREAK {
@@ -240,6 +267,7 @@ mod tests {
         }
         inline.start(
             &mut workers,
+            &rt(),
             "b",
             counting(&done, Duration::ZERO, false),
             &mut budget,
@@ -262,6 +290,7 @@ mod tests {
             let b = barrier.clone();
             inline.start(
                 &mut workers,
+                &rt(),
                 "pair",
                 Box::pin(async move {
                     std::thread::sleep(SLOW_FIRST_POLL * 2);
@@ -285,6 +314,7 @@ mod tests {
         // next one is spawned).
         inline.start(
             &mut workers,
+            &rt(),
             "t",
             counting(&done, Duration::from_micros(800), false),
             &mut budget,
@@ -292,6 +322,7 @@ mod tests {
         assert_eq!(budget, Duration::ZERO);
         inline.start(
             &mut workers,
+            &rt(),
             "t",
             counting(&done, Duration::ZERO, false),
             &mut budget,
@@ -317,6 +348,7 @@ mod tests {
         let guard = Guard(dropped.clone());
         inline.start(
             &mut workers,
+            &rt(),
             "t",
             Box::pin(async move {
                 let _g = guard;
@@ -328,6 +360,57 @@ mod tests {
             (workers.len(), dropped.load(Ordering::SeqCst)),
             (0, 1),
             "dropped, not spawned"
+        );
+    }
+
+    /// Polled inline on the fetch loop's thread, a worker is in the
+    /// workers' runtime: `Handle::current`, `tokio::spawn` and (on the
+    /// fetch loop's one-worker multi-thread runtime) `block_in_place` work
+    /// as for a spawned worker; still pending, it goes on there.
+    #[test]
+    fn an_inline_poll_belongs_to_the_workers_runtime() {
+        let build = |name: &str| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name(name)
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let (workers_rt, fetch_rt) = (build("test-workers"), build("test-fetch"));
+        let handle = workers_rt.handle().clone();
+        let want = handle.id();
+        let seen = fetch_rt.block_on(async move {
+            tokio::spawn(async move {
+                let (inline, _, mut workers) = fixture();
+                quick(&inline, "t");
+                let seen = Arc::new(Mutex::new(Vec::new()));
+                let s = seen.clone();
+                let (go, wait) = tokio::sync::oneshot::channel::<()>();
+                let worker: Worker = Box::pin(async move {
+                    let first = std::thread::current().name().map(String::from);
+                    tokio::task::block_in_place(|| {});
+                    let here = tokio::runtime::Handle::current().id();
+                    let there = tokio::spawn(async { tokio::runtime::Handle::current().id() });
+                    wait.await.unwrap();
+                    let there = there.await.unwrap();
+                    let after = std::thread::current().name().map(String::from);
+                    s.lock().unwrap().push((here, there, first, after));
+                });
+                let mut budget = BATCH_BUDGET;
+                inline.start(&mut workers, &handle, "t", worker, &mut budget);
+                assert_eq!(workers.len(), 1, "pending after its inline poll: spawned");
+                go.send(()).unwrap();
+                workers.join_next().await.unwrap().unwrap();
+                Arc::try_unwrap(seen).unwrap().into_inner().unwrap()
+            })
+            .await
+            .unwrap()
+        });
+        let name = |n: &str| Some(n.to_string());
+        assert_eq!(
+            seen,
+            vec![(want, want, name("test-fetch"), name("test-workers"))]
         );
     }
 }

@@ -41,6 +41,7 @@ pub use task_error::{
     retry_after,
 };
 
+mod fetch_thread;
 #[doc(hidden)]
 pub mod forwarder;
 #[doc(hidden)]
@@ -129,6 +130,15 @@ pub struct Config {
     pub health_check_func: Option<HealthCheckFunc>,
     /// How often the health check runs. Default 15 s.
     pub health_check_interval: Duration,
+    /// How long the fetch loop busy-polls for the reply to a lease call
+    /// before it sleeps (asynqdeck only). `None` (default): 1 ms when Redis
+    /// is on this host (Unix socket, `localhost` or a loopback address),
+    /// none otherwise; `Some(Duration::ZERO)`: never. Waking a sleeping
+    /// worker costs a Redis on the same host CPU time on every reply
+    /// (BENCHMARKS.md); spinning moves that cost to the worker, only while
+    /// lease calls are in flight (never while the queues are idle), and not
+    /// while replies take longer than the spin.
+    pub fetch_spin: Option<Duration>,
 }
 
 impl Default for Config {
@@ -152,6 +162,7 @@ impl Default for Config {
             syncer_interval: Duration::from_secs(5),
             health_check_func: None,
             health_check_interval: Duration::from_secs(15),
+            fetch_spin: None,
         }
     }
 }
@@ -264,6 +275,10 @@ impl Server {
     /// the front of pending without counting a retry; then the recoverer,
     /// syncer (one last attempt), subscriber, janitor and health check stop;
     /// the heartbeat stops last and removes the server's state from Redis.
+    ///
+    /// Dropping the returned future before it completes stops every part
+    /// at once (no ordered shutdown): the fetch loop, which runs on a thread
+    /// of its own, must not outlive it.
     pub async fn run_until(
         self,
         handler: impl Handler,
@@ -283,6 +298,7 @@ impl Server {
         let (sync_tx, sync_rx) = tokio::sync::mpsc::unbounded_channel();
 
         let heartbeat_token = CancellationToken::new();
+        let _heartbeat_on_drop = heartbeat_token.clone().drop_guard();
         let heartbeat = heartbeat::Heartbeat::new(
             self.broker.clone(),
             heartbeat::HeartbeatConfig {
@@ -297,12 +313,14 @@ impl Server {
         let heartbeat_task = tokio::spawn(heartbeat.run(heartbeat_token.clone()));
 
         let forwarder_token = CancellationToken::new();
+        let _forwarder_on_drop = forwarder_token.clone().drop_guard();
         let forwarder =
             forwarder::Forwarder::new(self.broker.clone(), queues.clone(), c.forwarder_interval);
         let forwarder_task = tokio::spawn(forwarder.run(forwarder_token.clone()));
 
         // The rest stop together after the processor.
         let rest = CancellationToken::new();
+        let _rest_on_drop = rest.clone().drop_guard();
         let mut others = vec![
             tokio::spawn(
                 recoverer::Recoverer::new(
@@ -348,6 +366,9 @@ impl Server {
         }
 
         let processor = processor::Processor {
+            broker: self.broker.clone(),
+            workers_rt: tokio::runtime::Handle::current(),
+            spin: fetch_thread::ReplySpin::for_broker(c.fetch_spin, &self.broker),
             shared: Arc::new(processor::Shared {
                 broker: self.broker.clone(),
                 handler: Arc::new(handler),
@@ -364,7 +385,9 @@ impl Server {
             inline: Default::default(),
         };
         let fetch_stop = CancellationToken::new();
-        let processor_task = tokio::spawn(processor.run(
+        let _fetch_on_drop = fetch_stop.clone().drop_guard();
+        let processor_task = tokio::spawn(fetch_thread::run_processor(
+            processor,
             fetch_stop.clone(),
             self.handle.stop.clone(),
             c.shutdown_timeout,

@@ -1,11 +1,15 @@
 //! Dequeues tasks, runs their handlers and writes each outcome. Go:
 //! `processor.go` (wire spec §7.2–7.4; S5–S7, S15, S19–S27).
 //!
-//! Shape: one fetch loop holds a semaphore of `concurrency` permits. When
+//! Shape: one fetch loop, on a thread of its own
+//! ([`fetch_thread`](super::fetch_thread): its own runtime and Redis
+//! connection, busy-polling for lease replies when Redis is on this host),
+//! holds a semaphore of `concurrency` permits. When
 //! permits are free it leases up to that many tasks in one script call per
 //! queue (in weighted-random or strict order), starts one worker per task
 //! (spawned, or for task types learned to be quick polled once in place and
-//! spawned only when still pending: [`inline_start`](super::inline_start)),
+//! spawned only when still pending: [`inline_start`](super::inline_start);
+//! workers belong to the caller's runtime either way),
 //! and when every queue is empty waits for the idle waker or
 //! `task_check_interval` before looking again. Leasing never runs ahead of
 //! a free permit (as Go: active tasks are running tasks). Before it leases,
@@ -41,6 +45,7 @@ use rand::seq::SliceRandom;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::fetch_thread::ReplySpin;
 use super::inflight::{CancelReason, InFlight, Running};
 use super::inline_start::{self, InlineStart};
 use super::lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
@@ -169,6 +174,12 @@ pub(crate) struct Shared {
 /// The fetch loop and its settings.
 pub(crate) struct Processor {
     pub shared: Arc<Shared>,
+    /// The fetch loop's own connection: lease and done calls.
+    pub broker: Broker,
+    /// The runtime workers are spawned on.
+    pub workers_rt: tokio::runtime::Handle,
+    /// How the loop waits for lease replies.
+    pub spin: ReplySpin,
     pub queues: QueueOrder,
     /// Queues whose last lease call failed (e.g. a key of the wrong type),
     /// left out of fetches until the instant given: one broken queue must
@@ -196,7 +207,7 @@ impl Processor {
         let sem = Arc::new(Semaphore::new(self.concurrency.max(1)));
         let (ack_tx, mut ack_rx) = mpsc::unbounded_channel();
         let waker = Waker::start(
-            &self.shared.broker,
+            &self.broker,
             &self.queues.names(),
             self.task_check_interval,
             &stop,
@@ -259,7 +270,7 @@ impl Processor {
                 _ = idle_sleep => idle_until = None,
                 // Idle or paused: successes still finish, on their own.
                 _ = ack_rx.recv_many(&mut acks, ACK_BATCH), if paused || idle_until.is_some() => {
-                    finish(&self.shared, &mut acks).await;
+                    finish(&self.shared, &self.broker, &mut acks).await;
                 }
             }
         }
@@ -274,19 +285,32 @@ impl Processor {
         drop(ack_tx);
         let drained = tokio::time::timeout(
             shutdown_timeout,
-            drain(&self.shared, &mut workers, &mut ack_rx, &mut acks),
+            drain(
+                &self.shared,
+                &self.broker,
+                &mut workers,
+                &mut ack_rx,
+                &mut acks,
+            ),
         )
         .await;
         if drained.is_err() {
             for running in self.shared.inflight.snapshot() {
                 running.cancel_with(CancelReason::Shutdown);
             }
-            drain(&self.shared, &mut workers, &mut ack_rx, &mut acks).await;
+            drain(
+                &self.shared,
+                &self.broker,
+                &mut workers,
+                &mut ack_rx,
+                &mut acks,
+            )
+            .await;
         }
         while let Ok(a) = ack_rx.try_recv() {
             acks.push(a);
         }
-        finish(&self.shared, &mut acks).await;
+        finish(&self.shared, &self.broker, &mut acks).await;
     }
 
     /// Whether `queue` is left out of fetches after a failed lease call.
@@ -334,7 +358,8 @@ impl Processor {
                 run_task(shared, task, lease_until, ack).await;
                 drop(permit);
             });
-            self.inline.start(workers, &task_type, worker, &mut budget);
+            self.inline
+                .start(workers, &self.workers_rt, &task_type, worker, &mut budget);
         }
         while workers.try_join_next().is_some() {}
     }
@@ -353,20 +378,21 @@ impl Processor {
             if self.is_failing(&queue) {
                 continue;
             }
-            let lease_until = self.shared.broker.now()
-                + chrono::Duration::from_std(LEASE_DURATION).expect("30 s");
+            let lease_until =
+                self.broker.now() + chrono::Duration::from_std(LEASE_DURATION).expect("30 s");
             let finishing = by_queue.remove(&queue).unwrap_or_default();
             let msgs: Vec<_> = finishing.iter().map(Ack::msg).collect();
             let reply = if msgs.is_empty() {
-                self.shared
-                    .broker
-                    .dequeue(&queue, max - out.len(), lease_until)
+                self.spin
+                    .wait(self.broker.dequeue(&queue, max - out.len(), lease_until))
                     .await
                     .map(|leased| (Vec::new(), leased))
             } else {
-                self.shared
-                    .broker
-                    .done_and_dequeue(&queue, &msgs, max - out.len(), lease_until)
+                self.spin
+                    .wait(
+                        self.broker
+                            .done_and_dequeue(&queue, &msgs, max - out.len(), lease_until),
+                    )
                     .await
             };
             match reply {
@@ -379,9 +405,7 @@ impl Processor {
                             // untouched) where operators see and delete it.
                             Err((id, err)) => {
                                 tracing::error!(queue, id, %err, "dequeued task cannot be decoded; archiving it as is");
-                                if let Err(e) =
-                                    self.shared.broker.archive_undecodable(&queue, &id).await
-                                {
+                                if let Err(e) = self.broker.archive_undecodable(&queue, &id).await {
                                     tracing::warn!(queue, id, %e, "could not archive the undecodable task");
                                 }
                             }
@@ -403,7 +427,7 @@ impl Processor {
                 }
             }
         }
-        finish_grouped(&self.shared, by_queue).await;
+        finish_grouped(&self.shared, &self.broker, by_queue).await;
         out
     }
 }
@@ -411,6 +435,7 @@ impl Processor {
 /// Waits for every worker, finishing successes as they arrive.
 async fn drain(
     shared: &Shared,
+    broker: &Broker,
     workers: &mut tokio::task::JoinSet<()>,
     ack_rx: &mut mpsc::UnboundedReceiver<Ack>,
     acks: &mut Vec<Ack>,
@@ -423,7 +448,7 @@ async fn drain(
                 if n == 0 {
                     open = false;
                 }
-                finish(shared, acks).await;
+                finish(shared, broker, acks).await;
             }
         }
     }
@@ -545,17 +570,17 @@ fn group_acks(shared: &Shared, acks: &mut Vec<Ack>) -> HashMap<String, Vec<Ack>>
 }
 
 /// Finishes `acks` (emptied) with one `done` call per queue.
-async fn finish(shared: &Shared, acks: &mut Vec<Ack>) {
+async fn finish(shared: &Shared, broker: &Broker, acks: &mut Vec<Ack>) {
     if !acks.is_empty() {
         let by_queue = group_acks(shared, acks);
-        finish_grouped(shared, by_queue).await;
+        finish_grouped(shared, broker, by_queue).await;
     }
 }
 
-async fn finish_grouped(shared: &Shared, by_queue: HashMap<String, Vec<Ack>>) {
+async fn finish_grouped(shared: &Shared, broker: &Broker, by_queue: HashMap<String, Vec<Ack>>) {
     for (queue, acks) in by_queue {
         let msgs: Vec<_> = acks.iter().map(Ack::msg).collect();
-        match shared.broker.done(&queue, &msgs).await {
+        match broker.done(&queue, &msgs).await {
             Ok(outcomes) => report_outcomes(&acks, &outcomes),
             Err(err) => {
                 tracing::warn!(queue, %err, "done failed; handing to the syncer");
