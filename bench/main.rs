@@ -40,6 +40,9 @@
 //! Hidden mode: `bench worker --redis URL --concurrency C --count N`. For
 //! profiling, `BENCH_WORKER_PREFIX="perf record -g --"` runs our worker
 //! under that command (its RSS and CPU figures are then not comparable).
+//! `BENCH_FETCH_SPIN_US=N` sets our worker's `Config::fetch_spin` (0: no
+//! busy-polling for lease replies), `BENCH_WORKER_RUNTIME=current` runs it
+//! on a current-thread runtime instead of a multi-thread one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -1158,9 +1161,9 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     );
     println!("### Throughput\n");
     println!(
-        "| engine | C | tasks/s | ours/Go | p50 enqueue→start | p99 enqueue→start | peak RSS | Redis CPU µs/task | worker CPU µs/task | script calls/task | enqueue rate (ours, before the run) | other load |"
+        "| engine | C | tasks/s | ours/Go | p50 enqueue→start | p99 enqueue→start | peak RSS | Redis CPU µs/task | of which kernel | worker CPU µs/task | script calls/task | enqueue rate (ours, before the run) | other load |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &runs {
         let go = runs
             .iter()
@@ -1169,7 +1172,7 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
             format!("{:.2}×", r.tasks_per_s() / g.tasks_per_s())
         });
         println!(
-            "| {} | {} | {:.0} | {} | {:.0} ms | {:.0} ms | {:.1} MiB | {:.1} | {:.1} | {:.2} | {:.0}/s | {:.2} CPU |",
+            "| {} | {} | {:.0} | {} | {:.0} ms | {:.0} ms | {:.1} MiB | {:.1} | {:.1} | {:.1} | {:.2} | {:.0}/s | {:.2} CPU |",
             r.engine.name(),
             r.concurrency,
             r.tasks_per_s(),
@@ -1178,6 +1181,7 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
             r.worker.p99_us as f64 / 1000.0,
             kb_to_mib(r.worker.max_rss_kb),
             r.redis_cpu_per_task(),
+            r.redis_sys_per_task(),
             r.worker_cpu_per_task(),
             r.round_trips_per_task(),
             r.enqueue_per_s,

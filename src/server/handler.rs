@@ -288,11 +288,13 @@ impl ResultWriter {
 /// caught by the worker and becomes a [`PanicError`](super::PanicError).
 ///
 /// Each task runs concurrently with the others, like Go's goroutine per
-/// task. A task's future is spawned on the runtime, except for task types
-/// whose first polls were seen to be quick (under 100 µs, 64 times in a row):
-/// the server polls those once itself and spawns them only if still
+/// task. A task's future is spawned on the runtime the server was started
+/// on, except for task types whose first polls were seen to be quick (under
+/// 100 µs, 64 times in a row): the server's fetch loop polls those once
+/// itself, inside that runtime's context, and spawns them only if still
 /// pending, which spares a thread wake-up per quick task. A type whose first
-/// poll ever took over 1 ms is always spawned. As in any async code, long
+/// poll takes over 1 ms is spawned again until 1,024 first polls in a row
+/// were quick. As in any async code, long
 /// computations and blocking calls belong in `spawn_blocking`. Unlike Go,
 /// a handler must not block its thread until another task runs (a
 /// `std::sync` barrier, condvar or blocking channel between tasks): the

@@ -14,9 +14,11 @@
 //! its first `.await`, and that must not hold up the fetch loop. Workers of a new type are spawned, with their
 //! first poll timed; after [`QUICK_STREAK`] first polls in a row under
 //! [`QUICK_FIRST_POLL`] the type is quick. A first poll over
-//! [`SLOW_FIRST_POLL`], spawned or inline, makes the type slow for good
-//! (always spawned), and the inline polls of one batch stop once they used
-//! [`BATCH_BUDGET`].
+//! [`SLOW_FIRST_POLL`], spawned or inline, makes the type slow: spawned
+//! until [`SLOW_RELEARN_STREAK`] first polls in a row were quick again (a
+//! poll can be slow only because its thread was preempted, and on a busy
+//! host that must not cost the type its inline start for good). The inline
+//! polls of one batch stop once they used [`BATCH_BUDGET`].
 
 // asynq divergence: COMPATIBILITY.md#w12
 use std::collections::HashMap;
@@ -31,8 +33,11 @@ use std::time::{Duration, Instant};
 pub const QUICK_FIRST_POLL: Duration = Duration::from_micros(100);
 /// Quick first polls in a row that make a type quick.
 pub const QUICK_STREAK: u32 = 64;
-/// A first poll longer than this makes its type slow: always spawned.
+/// A first poll longer than this makes its type slow: spawned until
+/// [`SLOW_RELEARN_STREAK`] quick first polls in a row.
 pub const SLOW_FIRST_POLL: Duration = Duration::from_millis(1);
+/// Quick first polls in a row that make a slow type quick again.
+pub const SLOW_RELEARN_STREAK: u32 = 1024;
 /// Most time the fetch loop spends in inline polls per batch.
 pub const BATCH_BUDGET: Duration = Duration::from_millis(2);
 
@@ -45,7 +50,8 @@ enum Kind {
     /// Quick first polls in a row so far.
     Learning(u32),
     Quick,
-    Slow,
+    /// Quick first polls in a row since the last slow one.
+    Slow(u32),
 }
 
 /// The task types' kinds, shared by the fetch loop and the workers.
@@ -67,15 +73,18 @@ impl InlineStart {
             .entry(task_type.to_string())
             .or_insert(Kind::Learning(0));
         *kind = match *kind {
-            Kind::Slow => Kind::Slow,
             _ if took > SLOW_FIRST_POLL => {
-                tracing::debug!(
-                    task_type,
-                    ?took,
-                    "slow first poll; its workers are always spawned"
-                );
-                Kind::Slow
+                tracing::debug!(task_type, ?took, "slow first poll; its workers are spawned");
+                Kind::Slow(0)
             }
+            Kind::Slow(n) if took <= QUICK_FIRST_POLL => {
+                if n + 1 >= SLOW_RELEARN_STREAK {
+                    Kind::Quick
+                } else {
+                    Kind::Slow(n + 1)
+                }
+            }
+            Kind::Slow(_) => Kind::Slow(0),
             Kind::Quick => Kind::Quick,
             Kind::Learning(n) if took <= QUICK_FIRST_POLL => {
                 if n + 1 >= QUICK_STREAK {
@@ -107,7 +116,7 @@ impl InlineStart {
     ) {
         match self.kind(task_type) {
             Kind::Quick if !budget.is_zero() => {}
-            Kind::Learning(_) => {
+            Kind::Learning(_) | Kind::Slow(_) => {
                 let (me, task_type) = (self.clone(), task_type.to_string());
                 let mut first = true;
                 workers.spawn_on(
@@ -237,7 +246,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_slow_first_poll_spawned_or_inline_makes_its_type_always_spawned() {
+    async fn a_slow_first_poll_spawned_or_inline_spawns_its_type_until_quick_again() {
         let (inline, done, mut workers) = fixture();
         let mut budget = Duration::from_secs(1);
         let slow = SLOW_FIRST_POLL * 3;
@@ -250,7 +259,7 @@ mod tests {
             &mut budget,
         );
         workers.join_next().await.unwrap().unwrap();
-        assert_eq!(inline.kind("a"), Kind::Slow);
+        assert_eq!(inline.kind("a"), Kind::Slow(0));
         // Inline (quick): the same.
         quick(&inline, "b");
         inline.start(
@@ -260,9 +269,10 @@ mod tests {
             counting(&done, slow, false),
             &mut budget,
         );
-        assert_eq!((inline.kind("b"), workers.len()), (Kind::Slow, 0));
-        // Quick again, but slow for good: spawned, and stays slow.
-        for _ in 0..QUICK_STREAK {
+        assert_eq!((inline.kind("b"), workers.len()), (Kind::Slow(0), 0));
+        // Quick first polls again: spawned (and timed) until a streak of
+        // SLOW_RELEARN_STREAK; a slow one restarts it.
+        for _ in 0..SLOW_RELEARN_STREAK - 2 {
             inline.record("b", Duration::ZERO);
         }
         inline.start(
@@ -272,14 +282,29 @@ mod tests {
             counting(&done, Duration::ZERO, false),
             &mut budget,
         );
-        assert_eq!((inline.kind("b"), workers.len()), (Kind::Slow, 1));
+        assert_eq!(workers.len(), 1, "still spawned");
         workers.join_next().await.unwrap().unwrap();
-        assert_eq!(done.load(Ordering::SeqCst), 3);
+        assert_eq!(inline.kind("b"), Kind::Slow(SLOW_RELEARN_STREAK - 1));
+        inline.record("b", QUICK_FIRST_POLL * 2);
+        assert_eq!(inline.kind("b"), Kind::Slow(0), "not quick: restarts");
+        for _ in 0..SLOW_RELEARN_STREAK {
+            inline.record("b", Duration::ZERO);
+        }
+        assert_eq!(inline.kind("b"), Kind::Quick);
+        inline.start(
+            &mut workers,
+            &rt(),
+            "b",
+            counting(&done, Duration::ZERO, false),
+            &mut budget,
+        );
+        assert_eq!(workers.len(), 0, "inline again");
+        assert_eq!(done.load(Ordering::SeqCst), 4);
     }
 
     /// A handler that blocks its thread until a sibling task runs (bad
-    /// practice, but it works with spawned tasks) never gets polled inline:
-    /// its first spawned poll is slow.
+    /// practice, but it works with spawned tasks) is not polled inline
+    /// while its first spawned polls are slow.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_handler_waiting_for_a_sibling_is_never_polled_inline() {
         let inline = Arc::new(InlineStart::default());
@@ -302,7 +327,7 @@ mod tests {
         while let Some(r) = workers.join_next().await {
             r.unwrap();
         }
-        assert_eq!(inline.kind("pair"), Kind::Slow);
+        assert_eq!(inline.kind("pair"), Kind::Slow(0));
     }
 
     #[tokio::test]
