@@ -13,7 +13,10 @@ use redis::AsyncCommands;
 use crate::support::{self, TestDb};
 
 async fn setup() -> (TestDb, Broker, Client, redis::aio::MultiplexedConnection) {
-    let db = support::redis();
+    setup_on(support::redis()).await
+}
+
+async fn setup_on(db: TestDb) -> (TestDb, Broker, Client, redis::aio::MultiplexedConnection) {
     let broker = Broker::connect(&db.url()).await.unwrap();
     let client = Client::from_broker(broker.clone());
     let conn = db.raw().await;
@@ -1074,7 +1077,8 @@ async fn lease_batch(
 /// path with Go's outcomes.
 #[tokio::test]
 async fn done_of_a_whole_batch_ends_as_go_done_one_by_one() {
-    let (_db, broker, client, mut conn) = setup().await;
+    // A server of its own: the test resets and reads server-wide commandstats.
+    let (_db, broker, client, mut conn) = setup_on(support::private_redis()).await;
     let count = |conn: &mut redis::aio::MultiplexedConnection, q: &'static str| {
         let mut conn = conn.clone();
         async move {
