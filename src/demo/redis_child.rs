@@ -30,6 +30,15 @@ impl RedisChild {
             .arg(&dir)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // A process group of its own: Ctrl-C in the terminal reaches the
+            // demo only, which stops its workers first and then this child
+            // (sharing the group, Redis quit first and the workers' last
+            // writes failed).
+            cmd.process_group(0);
+        }
         #[cfg(target_os = "linux")]
         {
             use std::os::unix::process::CommandExt;
