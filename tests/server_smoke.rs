@@ -513,31 +513,38 @@ async fn handlers_belong_to_the_callers_runtime_even_when_polled_inline() {
     }
 }
 
-/// Dropping the future of `run_until` stops the server: its fetch loop,
-/// on a thread of its own, takes no more tasks, and the heartbeat removes
-/// the server's state.
+/// Dropping the future of `run_until` stops the server at once (W14): no
+/// task is taken any more, a running handler is cancelled and its task put
+/// back in pending without a retry counted, long before `shutdown_timeout`,
+/// and the heartbeat removes the server's state.
 #[tokio::test]
-async fn dropping_the_run_future_stops_the_fetch_thread() {
+async fn dropping_the_run_future_stops_leasing_and_puts_running_tasks_back() {
     let db = support::redis();
     let queue = "drop-run";
     let client = Client::connect(&db.url()).await.unwrap();
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     let runs = Arc::new(AtomicU32::new(0));
     let r = runs.clone();
-    let handler = asynqdeck::server::handler_fn(move |_ctx: TaskContext, _t: Task| {
+    let handler = asynqdeck::server::handler_fn(move |_ctx: TaskContext, t: Task| {
         r.fetch_add(1, Ordering::SeqCst);
-        async { Ok(()) }
+        async move {
+            if t.payload() == b"slow" {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+            Ok(())
+        }
     });
     let config = Config {
         concurrency: 2,
         queues: [(queue.to_string(), 1)].into(),
+        shutdown_timeout: Duration::from_secs(60),
         ..Config::default()
     };
     let server = Server::connect(&db.url(), config).await.unwrap();
     let run = tokio::spawn(server.run_until(handler, std::future::pending()));
     let opts = || EnqueueOptions::new().queue(queue);
-    client
-        .enqueue(&Task::new("t", b"1".to_vec()), opts())
+    let slow = client
+        .enqueue(&Task::new("t", b"slow".to_vec()), opts())
         .await
         .unwrap();
     let serving = |n: usize| {
@@ -561,20 +568,111 @@ async fn dropping_the_run_future_stops_the_fetch_thread() {
         (runs.load(Ordering::SeqCst) == 1).then_some(())
     })
     .await
-    .expect("the first task ran");
+    .expect("the slow task started");
     run.abort();
     assert!(run.await.unwrap_err().is_cancelled());
     serving(0).await.expect("the heartbeat removed the server");
-    let info = client
+    let back = support::eventually(Duration::from_secs(5), || async {
+        let t = inspector.get_task_info(queue, &slow.id).await.ok()?;
+        (t.state == TaskState::Pending).then_some(t)
+    })
+    .await
+    .expect("the running task is back in pending at once, not after 60 s");
+    assert_eq!(back.retried, 0, "no retry counted");
+    let q = inspector.queue_info(queue).await.unwrap();
+    assert_eq!((q.active, q.failed, q.retry), (0, 0, 0));
+    let later = client
         .enqueue(&Task::new("t", b"2".to_vec()), opts())
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let task = inspector.get_task_info(queue, &info.id).await.unwrap();
+    let task = inspector.get_task_info(queue, &later.id).await.unwrap();
     assert_eq!(
         task.state,
         TaskState::Pending,
         "no fetch loop left to take it"
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// When the runtime a server runs on is dropped (no shutdown), its fetch
+/// loop, on a thread of its own, must not lease tasks it can no longer run:
+/// what it leased but could not start goes back to pending without a retry
+/// counted; only the tasks whose handlers were running stay active (for the
+/// recoverer, as after a crash). The race this guards against showed in
+/// about a third of the tries, so the test tries five times.
+#[test]
+fn a_dropped_runtime_leaves_no_leased_task_unstarted() {
+    let db = support::redis();
+    for round in 0..5 {
+        let queue = format!("dropped-rt-{round}");
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let started = Arc::new(AtomicU32::new(0));
+        let s = started.clone();
+        let inspector = rt.block_on(async {
+            let client = Client::connect(&db.url()).await.unwrap();
+            let inspector = Inspector::connect(&db.url()).await.unwrap();
+            let handler = asynqdeck::server::handler_fn(move |_ctx: TaskContext, _t: Task| {
+                s.fetch_add(1, Ordering::SeqCst);
+                async {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok(())
+                }
+            });
+            let config = Config {
+                concurrency: 4,
+                queues: [(queue.clone(), 1)].into(),
+                ..Config::default()
+            };
+            let server = Server::connect(&db.url(), config).await.unwrap();
+            tokio::spawn(server.run_until(handler, std::future::pending()));
+            for i in 0..6 {
+                client
+                    .enqueue(
+                        &Task::new("t", vec![i]),
+                        EnqueueOptions::new().queue(&queue).max_retry(0),
+                    )
+                    .await
+                    .unwrap();
+            }
+            let q = queue.clone();
+            let i = inspector.clone();
+            let started = started.clone();
+            support::eventually(Duration::from_secs(10), move || {
+                let (i, q, started) = (i.clone(), q.clone(), started.clone());
+                async move {
+                    let active = i.queue_info(&q).await.ok()?.active;
+                    (active == 4 && started.load(Ordering::SeqCst) == 4).then_some(())
+                }
+            })
+            .await
+            .expect("four handlers running");
+            inspector
+        });
+        drop(rt);
+        let after = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let q = after.block_on(async {
+            // The fetch loop puts back what it leased but could not start.
+            support::eventually(Duration::from_secs(5), || async {
+                let q = inspector.queue_info(&queue).await.ok()?;
+                (q.pending == 2 && q.active == 4).then_some(q)
+            })
+            .await
+        });
+        let q = q.unwrap_or_else(|| {
+            let q = after.block_on(inspector.queue_info(&queue)).unwrap();
+            panic!(
+                "round {round}: pending {} active {} (want 2 and 4)",
+                q.pending, q.active
+            )
+        });
+        assert_eq!((q.retry, q.archived, q.failed), (0, 0, 0), "round {round}");
+    }
 }

@@ -25,9 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use tokio_util::sync::CancellationToken;
-
-use super::processor::Processor;
+use super::processor::{Processor, RunControl};
 use crate::broker::Broker;
 
 /// The spin used when [`Config::fetch_spin`](super::Config::fetch_spin) is
@@ -106,23 +104,20 @@ impl ReplySpin {
 /// spawned on the calling runtime. Completes when the loop has ended.
 /// Falls back to a task on the calling runtime (and the shared connection)
 /// when the thread or its runtime cannot be made, and to the shared
-/// connection when its own cannot be opened. Dropping the returned future
-/// stops the loop as `stop` would: the thread must not outlive the server
-/// that started it.
-pub(crate) async fn run_processor(
-    processor: Processor,
-    stop: CancellationToken,
-    pause: CancellationToken,
-    shutdown_timeout: Duration,
-) {
+/// connection when its own cannot be opened. Dropped before it completes
+/// (the calling runtime shuts down), it abandons the loop
+/// ([`RunControl::abandon`]): no worker can run any more.
+pub(crate) async fn run_processor(processor: Processor, ctl: RunControl) {
     tracing::debug!(spin = ?processor.spin.budget(), "fetch loop starting on its own thread");
-    let _stop_on_drop = stop.clone().drop_guard();
+    // Dropped in reverse order: abandon is set before stop is seen.
+    let _stop_on_drop = ctl.stop.clone().drop_guard();
+    let _abandon_on_drop = ctl.abandon.clone().drop_guard();
     // The thread takes the processor out; when it cannot start, it is
     // still here for the fallback.
     let slot = Arc::new(Mutex::new(Some(processor)));
     // `Some` back: the thread could not run it.
     let (ended_tx, ended_rx) = tokio::sync::oneshot::channel::<Option<Processor>>();
-    let (thread_slot, thread_stop, thread_pause) = (slot.clone(), stop.clone(), pause.clone());
+    let (thread_slot, thread_ctl) = (slot.clone(), ctl.clone());
     let spawned = std::thread::Builder::new()
         .name("asynqdeck-fetch".into())
         .spawn(move || {
@@ -145,13 +140,7 @@ pub(crate) async fn run_processor(
             rt.block_on(async move {
                 // Spawned, not run by block_on: the loop must run on the
                 // runtime's worker, the thread that polls its I/O.
-                let _ = tokio::spawn(run_on_own_connection(
-                    processor,
-                    thread_stop,
-                    thread_pause,
-                    shutdown_timeout,
-                ))
-                .await;
+                let _ = tokio::spawn(run_on_own_connection(processor, thread_ctl)).await;
             });
             let _ = ended_tx.send(None);
         });
@@ -164,25 +153,20 @@ pub(crate) async fn run_processor(
         }
     };
     if let Some(processor) = fallback {
-        processor.run(stop, pause, shutdown_timeout).await;
+        processor.run(ctl).await;
     }
 }
 
 /// Runs `processor` on a connection opened on this runtime (or the shared
 /// one when that fails).
-async fn run_on_own_connection(
-    mut processor: Processor,
-    stop: CancellationToken,
-    pause: CancellationToken,
-    shutdown_timeout: Duration,
-) {
+async fn run_on_own_connection(mut processor: Processor, ctl: RunControl) {
     match processor.broker.own_connection().await {
         Ok(own) => processor.broker = own,
         Err(err) => {
             tracing::warn!(%err, "no connection of its own for the fetch loop; sharing the server's");
         }
     }
-    processor.run(stop, pause, shutdown_timeout).await;
+    processor.run(ctl).await;
 }
 
 #[cfg(test)]

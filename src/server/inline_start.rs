@@ -73,6 +73,8 @@ impl InlineStart {
             .entry(task_type.to_string())
             .or_insert(Kind::Learning(0));
         *kind = match *kind {
+            // Logged once per turn to slow, not for every slow poll.
+            Kind::Slow(_) if took > SLOW_FIRST_POLL => Kind::Slow(0),
             _ if took > SLOW_FIRST_POLL => {
                 tracing::debug!(task_type, ?took, "slow first poll; its workers are spawned");
                 Kind::Slow(0)

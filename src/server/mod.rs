@@ -136,8 +136,9 @@ pub struct Config {
     /// none otherwise; `Some(Duration::ZERO)`: never. Waking a sleeping
     /// worker costs a Redis on the same host CPU time on every reply
     /// (BENCHMARKS.md); spinning moves that cost to the worker, only while
-    /// lease calls are in flight (never while the queues are idle), and not
-    /// while replies take longer than the spin.
+    /// a lease call is in flight (with the queues idle, that is one call per
+    /// `task_check_interval`), and not while replies take longer than the
+    /// spin.
     pub fetch_spin: Option<Duration>,
 }
 
@@ -174,6 +175,7 @@ impl std::fmt::Debug for Config {
             .field("queues", &self.queues)
             .field("strict_priority", &self.strict_priority)
             .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("fetch_spin", &self.fetch_spin)
             .finish_non_exhaustive()
     }
 }
@@ -277,8 +279,11 @@ impl Server {
     /// the heartbeat stops last and removes the server's state from Redis.
     ///
     /// Dropping the returned future before it completes stops every part
-    /// at once (no ordered shutdown): the fetch loop, which runs on a thread
-    /// of its own, must not outlive it.
+    /// at once, without the ordered shutdown: no task is taken any more,
+    /// running handlers are cancelled and their tasks put back in pending
+    /// without counting a retry (as at the end of `shutdown_timeout`), and
+    /// the server's state is removed from Redis. The fetch loop, on a
+    /// thread of its own, ends once those tasks are back.
     pub async fn run_until(
         self,
         handler: impl Handler,
@@ -365,6 +370,7 @@ impl Server {
             ));
         }
 
+        let abandon = CancellationToken::new();
         let processor = processor::Processor {
             broker: self.broker.clone(),
             workers_rt: tokio::runtime::Handle::current(),
@@ -377,6 +383,7 @@ impl Server {
                 error_handler: c.error_handler.clone(),
                 inflight: inflight.clone(),
                 syncer: sync_tx,
+                abandon: abandon.clone(),
             }),
             queues: order,
             failing: Default::default(),
@@ -386,11 +393,16 @@ impl Server {
         };
         let fetch_stop = CancellationToken::new();
         let _fetch_on_drop = fetch_stop.clone().drop_guard();
+        // Dropped first: the fetch loop sees it abandoned, not stopped.
+        let _abandon_on_drop = abandon.clone().drop_guard();
         let processor_task = tokio::spawn(fetch_thread::run_processor(
             processor,
-            fetch_stop.clone(),
-            self.handle.stop.clone(),
-            c.shutdown_timeout,
+            processor::RunControl {
+                stop: fetch_stop.clone(),
+                pause: self.handle.stop.clone(),
+                abandon,
+                shutdown_timeout: c.shutdown_timeout,
+            },
         ));
         tracing::info!(queues = ?queues, concurrency = c.concurrency, "server started");
 

@@ -169,6 +169,9 @@ pub(crate) struct Shared {
     pub error_handler: Option<ErrorHandler>,
     pub inflight: Arc<InFlight>,
     pub syncer: mpsc::UnboundedSender<SyncRequest>,
+    /// [`RunControl::abandon`]: a worker starting after it puts its task
+    /// back instead of running it.
+    pub abandon: CancellationToken,
 }
 
 /// The fetch loop and its settings.
@@ -191,21 +194,42 @@ pub(crate) struct Processor {
     pub inline: Arc<InlineStart>,
 }
 
+/// How a [`Processor::run`] is stopped.
+#[derive(Clone, Debug)]
+pub(crate) struct RunControl {
+    /// Cancelled: take no new task, wait up to `shutdown_timeout` for the
+    /// running ones (Go `processor.shutdown`).
+    pub stop: CancellationToken,
+    /// Cancelled: take no new task, let the running ones finish (Go
+    /// `Server.Stop`).
+    pub pause: CancellationToken,
+    /// Cancelled (with `stop`): the server was dropped, or the runtime its
+    /// workers run on is gone. Take no new task, spawn none; put back what
+    /// was leased but not started, and cancel the running ones at once.
+    pub abandon: CancellationToken,
+    pub shutdown_timeout: Duration,
+}
+
 impl Processor {
-    /// Fetches and runs tasks until `stop` is cancelled, then waits for the
-    /// running workers: up to `shutdown_timeout`, after which every task
-    /// still running is cancelled and requeued (Go `processor.shutdown`).
-    /// Once `pause` is cancelled (Go `Server.Stop`) no new task is taken but
-    /// running ones finish normally.
-    pub async fn run(
-        self,
-        stop: CancellationToken,
-        pause: CancellationToken,
-        shutdown_timeout: Duration,
-    ) {
+    /// Fetches and runs tasks until `ctl.stop` is cancelled, then waits for
+    /// the running workers: up to `ctl.shutdown_timeout`, after which every
+    /// task still running is cancelled and requeued (Go
+    /// `processor.shutdown`); with `ctl.abandon` cancelled, no wait. Once
+    /// `ctl.pause` is cancelled (Go `Server.Stop`) no new task is taken but
+    /// running ones finish normally. A leased task whose worker is dropped
+    /// before it starts (its runtime shut down) is put back in pending
+    /// without counting a retry.
+    pub async fn run(self, ctl: RunControl) {
+        let RunControl {
+            stop,
+            pause,
+            abandon,
+            shutdown_timeout,
+        } = ctl;
         install_panic_hook();
         let sem = Arc::new(Semaphore::new(self.concurrency.max(1)));
         let (ack_tx, mut ack_rx) = mpsc::unbounded_channel();
+        let (unstarted_tx, mut unstarted_rx) = mpsc::unbounded_channel();
         let waker = Waker::start(
             &self.broker,
             &self.queues.names(),
@@ -232,15 +256,18 @@ impl Processor {
                 }
             };
             tokio::select! {
+                // Stopping wins over a free permit: no lease once stopped.
+                biased;
                 _ = stop.cancelled() => break,
                 _ = pause.cancelled(), if !paused => {}
+                Some(task) = unstarted_rx.recv() => self.requeue_unstarted(task).await,
                 Some((leased, permits)) = calls.next(), if !calls.is_empty() => {
                     let (leased, permits): Leased = (leased, permits);
                     if leased.is_empty() && idle_until.is_none() {
                         waker.arm();
                         idle_until = Some(tokio::time::Instant::now() + self.task_check_interval);
                     }
-                    self.spawn(&mut workers, leased, permits, &ack_tx);
+                    self.spawn(&mut workers, leased, permits, &ack_tx, &unstarted_tx);
                 }
                 // A success sends its ack before its worker frees the
                 // permit, so waiting for a permit also waits for acks.
@@ -275,16 +302,27 @@ impl Processor {
             }
         }
         // Tasks already leased run like the others (and get the same
-        // shutdown timeout).
+        // shutdown timeout); abandoned, they go back to pending.
         while let Some((leased, permits)) = calls.next().await {
-            self.spawn(&mut workers, leased, permits, &ack_tx);
+            let (leased, permits): Leased = (leased, permits);
+            if abandon.is_cancelled() {
+                for (task, _) in leased {
+                    self.requeue_unstarted(task).await;
+                }
+            } else {
+                self.spawn(&mut workers, leased, permits, &ack_tx, &unstarted_tx);
+            }
         }
         // Shutdown: running tasks get `shutdown_timeout` to end (their
         // successes are finished as they come), then the rest are cancelled
         // and requeued by their workers.
         drop(ack_tx);
         let drained = tokio::time::timeout(
-            shutdown_timeout,
+            if abandon.is_cancelled() {
+                Duration::ZERO
+            } else {
+                shutdown_timeout
+            },
             drain(
                 &self.shared,
                 &self.broker,
@@ -311,6 +349,24 @@ impl Processor {
             acks.push(a);
         }
         finish(&self.shared, &self.broker, &mut acks).await;
+        // Every worker has ended or been dropped by now, so every unstarted
+        // one has reported.
+        drop(unstarted_tx);
+        while let Some(task) = unstarted_rx.recv().await {
+            self.requeue_unstarted(task).await;
+        }
+    }
+
+    /// Puts back in pending a leased task whose worker never started (Go
+    /// `Requeue`: no retry counted).
+    async fn requeue_unstarted(&self, task: WireTask) {
+        tracing::warn!(
+            id = task.msg.id,
+            "leased task not started (server dropped or its runtime shut down); requeueing it"
+        );
+        if let Err(err) = self.broker.requeue(&task.msg).await {
+            tracing::warn!(id = task.msg.id, %err, "requeue of an unstarted task failed");
+        }
     }
 
     /// Whether `queue` is left out of fetches after a failed lease call.
@@ -338,13 +394,15 @@ impl Processor {
     }
 
     /// Starts one worker per leased task, each holding one of `permits`
-    /// (the rest are released).
+    /// (the rest are released). A worker dropped before its first poll
+    /// sends its task to `unstarted`.
     fn spawn(
         &self,
         workers: &mut tokio::task::JoinSet<()>,
         leased: Vec<(WireTask, DateTime<Utc>)>,
         mut permits: OwnedSemaphorePermit,
         ack_tx: &mpsc::UnboundedSender<Ack>,
+        unstarted: &mpsc::UnboundedSender<WireTask>,
     ) {
         let mut budget = inline_start::BATCH_BUDGET;
         for (task, lease_until) in leased {
@@ -354,7 +412,12 @@ impl Processor {
             let shared = self.shared.clone();
             let ack = ack_tx.clone();
             let task_type = task.msg.r#type.clone();
+            let task = Unstarted {
+                task: Some(task),
+                report: unstarted.clone(),
+            };
             let worker = Box::pin(async move {
+                let task = task.start();
                 run_task(shared, task, lease_until, ack).await;
                 drop(permit);
             });
@@ -531,6 +594,29 @@ impl Waker {
     }
 }
 
+/// A leased task not yet started: dropped so (its worker dropped before
+/// its first poll, e.g. spawned onto a runtime shutting down), it reports
+/// the task, which would otherwise stay active until its lease lapsed and
+/// then be retried as failed.
+struct Unstarted {
+    task: Option<WireTask>,
+    report: mpsc::UnboundedSender<WireTask>,
+}
+
+impl Unstarted {
+    fn start(mut self) -> WireTask {
+        self.task.take().expect("started once")
+    }
+}
+
+impl Drop for Unstarted {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = self.report.send(task);
+        }
+    }
+}
+
 /// What a worker hands to the fetch loop: a success to finish with `done`.
 struct Ack {
     running: Arc<Running>,
@@ -625,6 +711,12 @@ async fn run_task(
     lease_until: DateTime<Utc>,
     ack: mpsc::UnboundedSender<Ack>,
 ) {
+    if shared.abandon.is_cancelled() {
+        if let Err(err) = shared.broker.requeue(&task.msg).await {
+            tracing::warn!(id = task.msg.id, %err, "requeue of an abandoned task failed");
+        }
+        return;
+    }
     let now = shared.broker.now();
     let deadline = compute_deadline(task.msg.timeout, task.msg.deadline, now);
     let running = Arc::new(Running::new(task, now, deadline, lease_until));
