@@ -599,8 +599,9 @@ async fn dropping_the_run_future_stops_leasing_and_puts_running_tasks_back() {
 /// loop, on a thread of its own, must not lease tasks it can no longer run:
 /// what it leased but could not start goes back to pending without a retry
 /// counted; only the tasks whose handlers were running stay active (for the
-/// recoverer, as after a crash). The race this guards against showed in
-/// about a third of the tries, so the test tries five times.
+/// recoverer, as after a crash: `server_seeds::killed_worker_task_…`). The
+/// race this guards against showed in about a third of the tries, so the
+/// test tries five times.
 #[test]
 fn a_dropped_runtime_leaves_no_leased_task_unstarted() {
     let db = support::redis();
@@ -659,7 +660,6 @@ fn a_dropped_runtime_leaves_no_leased_task_unstarted() {
             .build()
             .unwrap();
         let q = after.block_on(async {
-            // The fetch loop puts back what it leased but could not start.
             support::eventually(Duration::from_secs(5), || async {
                 let q = inspector.queue_info(&queue).await.ok()?;
                 (q.pending == 2 && q.active == 4).then_some(q)
@@ -675,4 +675,82 @@ fn a_dropped_runtime_leaves_no_leased_task_unstarted() {
         });
         assert_eq!((q.retry, q.archived, q.failed), (0, 0, 0), "round {round}");
     }
+}
+
+/// Start/abort cycles while tasks flow: every task's handler succeeds
+/// exactly once and is counted once. (Aborting used to drop a `done` call
+/// half-way, losing acked successes that then counted as failures, and to
+/// requeue a handler that had just returned Ok, running it twice.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_cycles_finish_every_task_exactly_once() {
+    const N: usize = 3000;
+    let db = support::redis();
+    let queue = "abort-cycles";
+    let client = Client::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let oks: Arc<Vec<AtomicU32>> = Arc::new((0..N).map(|_| AtomicU32::new(0)).collect());
+    for i in 0..N {
+        client
+            .enqueue(
+                &Task::new("t", i.to_string().into_bytes()),
+                EnqueueOptions::new().queue(queue),
+            )
+            .await
+            .unwrap();
+    }
+    let server = || {
+        let oks = oks.clone();
+        let handler = asynqdeck::server::handler_fn(move |_ctx: TaskContext, t: Task| {
+            let i: usize = std::str::from_utf8(t.payload()).unwrap().parse().unwrap();
+            let oks = oks.clone();
+            async move {
+                match i % 10 {
+                    0 => tokio::time::sleep(Duration::from_millis(5)).await,
+                    1 | 2 => tokio::task::yield_now().await,
+                    _ => {}
+                }
+                oks[i].fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        });
+        let config = Config {
+            concurrency: 16,
+            queues: [(queue.to_string(), 1)].into(),
+            shutdown_timeout: Duration::from_secs(1),
+            ..Config::default()
+        };
+        (handler, config)
+    };
+    for ms in [20u64, 60, 35, 90, 50, 25, 75, 40, 65, 30] {
+        let (handler, config) = server();
+        let s = Server::connect(&db.url(), config).await.unwrap();
+        let run = tokio::spawn(s.run_until(handler, std::future::pending()));
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        run.abort();
+        let _ = run.await;
+    }
+    let (handler, config) = server();
+    let s = Server::connect(&db.url(), config).await.unwrap();
+    let handle = s.shutdown_handle();
+    let run = tokio::spawn(s.run_until(handler, std::future::pending()));
+    let i = inspector.clone();
+    let q = support::eventually(Duration::from_secs(60), move || {
+        let i = i.clone();
+        async move {
+            let q = i.queue_info(queue).await.ok()?;
+            (q.pending == 0 && q.active == 0).then_some(q)
+        }
+    })
+    .await
+    .expect("queue drained");
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+    let twice: Vec<usize> = (0..N)
+        .filter(|&i| oks[i].load(Ordering::SeqCst) != 1)
+        .collect();
+    assert!(twice.is_empty(), "not exactly once: {twice:?}");
+    assert_eq!(
+        (q.processed, q.failed, q.retry, q.archived),
+        (N as i64, 0, 0, 0)
+    );
 }

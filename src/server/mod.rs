@@ -279,11 +279,13 @@ impl Server {
     /// the heartbeat stops last and removes the server's state from Redis.
     ///
     /// Dropping the returned future before it completes stops every part
-    /// at once, without the ordered shutdown: no task is taken any more,
-    /// running handlers are cancelled and their tasks put back in pending
-    /// without counting a retry (as at the end of `shutdown_timeout`), and
-    /// the server's state is removed from Redis. The fetch loop, on a
-    /// thread of its own, ends once those tasks are back.
+    /// at once, without the ordered shutdown, even during a graceful one:
+    /// no task is taken any more, running handlers are cancelled and their
+    /// tasks put back in pending without counting a retry (as at the end of
+    /// `shutdown_timeout`), and the server's state is removed from Redis.
+    /// That needs the runtime to go on running: if it is shut down too,
+    /// running tasks stay active until the recoverer takes them, as after a
+    /// crash (tasks leased but not started are still put back).
     pub async fn run_until(
         self,
         handler: impl Handler,

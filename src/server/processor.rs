@@ -169,8 +169,8 @@ pub(crate) struct Shared {
     pub error_handler: Option<ErrorHandler>,
     pub inflight: Arc<InFlight>,
     pub syncer: mpsc::UnboundedSender<SyncRequest>,
-    /// [`RunControl::abandon`]: a worker starting after it puts its task
-    /// back instead of running it.
+    /// [`RunControl::abandon`]: a worker starting after it hands its task
+    /// back (unstarted) instead of running it.
     pub abandon: CancellationToken,
 }
 
@@ -317,34 +317,16 @@ impl Processor {
         // successes are finished as they come), then the rest are cancelled
         // and requeued by their workers.
         drop(ack_tx);
-        let drained = tokio::time::timeout(
-            if abandon.is_cancelled() {
-                Duration::ZERO
-            } else {
-                shutdown_timeout
-            },
-            drain(
-                &self.shared,
-                &self.broker,
-                &mut workers,
-                &mut ack_rx,
-                &mut acks,
-            ),
+        drain(
+            &self.shared,
+            &self.broker,
+            &mut workers,
+            &mut ack_rx,
+            &mut acks,
+            tokio::time::Instant::now() + shutdown_timeout,
+            &abandon,
         )
         .await;
-        if drained.is_err() {
-            for running in self.shared.inflight.snapshot() {
-                running.cancel_with(CancelReason::Shutdown);
-            }
-            drain(
-                &self.shared,
-                &self.broker,
-                &mut workers,
-                &mut ack_rx,
-                &mut acks,
-            )
-            .await;
-        }
         while let Ok(a) = ack_rx.try_recv() {
             acks.push(a);
         }
@@ -355,6 +337,9 @@ impl Processor {
         while let Some(task) = unstarted_rx.recv().await {
             self.requeue_unstarted(task).await;
         }
+        // Workers dropped mid-run (their runtime shut down without a
+        // shutdown) leave their tasks active, leased: as after a crash, the
+        // recoverer takes them once the lease lapses.
     }
 
     /// Puts back in pending a leased task whose worker never started (Go
@@ -417,6 +402,12 @@ impl Processor {
                 report: unstarted.clone(),
             };
             let worker = Box::pin(async move {
+                // Abandoned: not started; the guard hands the task back to
+                // the fetch loop, which requeues it on its own connection
+                // (this worker's runtime may be shutting down).
+                if shared.abandon.is_cancelled() {
+                    return;
+                }
                 let task = task.start();
                 run_task(shared, task, lease_until, ack).await;
                 drop(permit);
@@ -496,16 +487,32 @@ impl Processor {
 }
 
 /// Waits for every worker, finishing successes as they arrive.
+/// Waits for every worker, finishing successes as they arrive; at
+/// `cancel_at`, or at once when `abandon` is (or gets) cancelled, cancels
+/// the running ones (their workers requeue them). A `done` call under way
+/// is never dropped half-way: its successes would be lost.
 async fn drain(
     shared: &Shared,
     broker: &Broker,
     workers: &mut tokio::task::JoinSet<()>,
     ack_rx: &mut mpsc::UnboundedReceiver<Ack>,
     acks: &mut Vec<Ack>,
+    cancel_at: tokio::time::Instant,
+    abandon: &CancellationToken,
 ) {
     let mut open = true;
+    let mut cancelled = false;
     loop {
         tokio::select! {
+            biased;
+            _ = abandon.cancelled(), if !cancelled => {
+                cancel_running(shared);
+                cancelled = true;
+            }
+            _ = tokio::time::sleep_until(cancel_at), if !cancelled => {
+                cancel_running(shared);
+                cancelled = true;
+            }
             joined = workers.join_next() => if joined.is_none() { return },
             n = ack_rx.recv_many(acks, ACK_BATCH), if open => {
                 if n == 0 {
@@ -514,6 +521,13 @@ async fn drain(
                 finish(shared, broker, acks).await;
             }
         }
+    }
+}
+
+/// Cancels every running task for shutdown: its worker requeues it.
+fn cancel_running(shared: &Shared) {
+    for running in shared.inflight.snapshot() {
+        running.cancel_with(CancelReason::Shutdown);
     }
 }
 
@@ -711,12 +725,6 @@ async fn run_task(
     lease_until: DateTime<Utc>,
     ack: mpsc::UnboundedSender<Ack>,
 ) {
-    if shared.abandon.is_cancelled() {
-        if let Err(err) = shared.broker.requeue(&task.msg).await {
-            tracing::warn!(id = task.msg.id, %err, "requeue of an abandoned task failed");
-        }
-        return;
-    }
     let now = shared.broker.now();
     let deadline = compute_deadline(task.msg.timeout, task.msg.deadline, now);
     let running = Arc::new(Running::new(task, now, deadline, lease_until));
@@ -749,7 +757,9 @@ async fn run_task(
     running.cancel.cancel();
     shared.inflight.remove(&msg.id);
 
-    if running.cancel_reason() == Some(CancelReason::Shutdown) {
+    // A handler that returned Ok as shutdown cancelled it is done, not
+    // requeued (else it would run twice).
+    if running.cancel_reason() == Some(CancelReason::Shutdown) && result.is_err() {
         requeue(&shared, &running).await;
         return;
     }
