@@ -387,16 +387,7 @@ async fn a_type_learned_quick_still_panics_fails_and_waits_like_any_task() {
     let server = Server::connect(&db.url(), config).await.unwrap();
     let handle = server.shutdown_handle();
     let run = tokio::spawn(server.run_until(mux, std::future::pending()));
-    let processed = |n: i64| {
-        let inspector = inspector.clone();
-        support::eventually(Duration::from_secs(30), move || {
-            let inspector = inspector.clone();
-            async move {
-                let q = inspector.queue_info("default").await.ok()?;
-                (q.processed == n).then_some(q)
-            }
-        })
-    };
+    let processed = |n: i64| processed_eventually(&inspector, "default", n);
     for _ in 0..200 {
         client
             .enqueue(&Task::new("t", b"ok".to_vec()), EnqueueOptions::new())
@@ -441,6 +432,19 @@ async fn a_type_learned_quick_still_panics_fails_and_waits_like_any_task() {
     }
 }
 
+/// The queue's info once `processed` reaches `n` (30 s at most).
+async fn processed_eventually(
+    inspector: &Inspector,
+    queue: &str,
+    n: i64,
+) -> Option<asynqdeck::inspector::QueueInfo> {
+    support::eventually(Duration::from_secs(30), || async {
+        let q = inspector.queue_info(queue).await.ok()?;
+        (q.processed == n).then_some(q)
+    })
+    .await
+}
+
 /// The fetch loop runs on a thread of its own (`Config::fetch_spin`,
 /// COMPATIBILITY W14), but handlers belong to the caller's runtime: spawned
 /// there, and (in release builds, where the type is learned quick and
@@ -478,16 +482,7 @@ async fn handlers_belong_to_the_callers_runtime_even_when_polled_inline() {
     let server = Server::connect(&db.url(), config).await.unwrap();
     let handle = server.shutdown_handle();
     let run = tokio::spawn(server.run_until(mux, std::future::pending()));
-    let processed = |n: i64| {
-        let inspector = inspector.clone();
-        support::eventually(Duration::from_secs(30), move || {
-            let inspector = inspector.clone();
-            async move {
-                let q = inspector.queue_info("default").await.ok()?;
-                (q.processed == n).then_some(q)
-            }
-        })
-    };
+    let processed = |n: i64| processed_eventually(&inspector, "default", n);
     // Enough quick ones for the type to be learned quick (64 in a row).
     for _ in 0..150 {
         client

@@ -39,7 +39,7 @@ pub use engine::{
     RECOVER_BATCH, STATS_TTL,
 };
 pub use enqueue::EnqueueTarget;
-pub(crate) use queues::{KeyKinds, QueueStats};
+pub(crate) use queues::{KeyKinds, QueueStats, StatsRequest};
 pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
 pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
 pub(crate) use tracking::StatsTracking;

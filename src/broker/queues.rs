@@ -365,6 +365,19 @@ impl KeyKinds {
     }
 }
 
+/// What a statistics read asks besides the queue names (shared by the
+/// plain and the tracked reads): the key kinds guessed present per queue
+/// (see [`Broker::queues_stats`]), and the growth samples wanted — scored
+/// at or after `since`, one per window of `windows` — or none unless
+/// `with_samples`.
+#[derive(Clone, Copy)]
+pub(crate) struct StatsRequest<'a> {
+    pub expected: &'a (dyn Fn(&str) -> KeyKinds + Sync),
+    pub since: DateTime<Utc>,
+    pub windows: &'a [Duration],
+    pub with_samples: bool,
+}
+
 /// The result of [`Broker::queues_stats`].
 #[derive(Debug)]
 pub(crate) struct QueuesStats {
@@ -677,22 +690,10 @@ impl Broker {
     pub(crate) async fn queues_stats(
         &self,
         queues: &[String],
-        expected: &(dyn Fn(&str) -> KeyKinds + Sync),
-        since: DateTime<Utc>,
-        windows: &[Duration],
-        with_samples: bool,
+        req: &StatsRequest<'_>,
     ) -> Result<QueuesStats> {
         let mut conn = self.conn();
-        self.queues_stats_on(
-            &mut conn,
-            None,
-            queues,
-            expected,
-            since,
-            windows,
-            with_samples,
-        )
-        .await
+        self.queues_stats_on(&mut conn, None, queues, req).await
     }
 
     /// [`Broker::queues_stats`] on `conn`. With `declare` (the next pending
@@ -703,20 +704,17 @@ impl Broker {
     /// Redis's key tracking on hears of their changes (Redis does not track
     /// the keys a script's commands read; the transaction's plain commands
     /// are tracked as they are).
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn queues_stats_on<C>(
         &self,
         conn: &mut C,
         declare: Option<&HashMap<String, Vec<u8>>>,
         queues: &[String],
-        expected: &(dyn Fn(&str) -> KeyKinds + Sync),
-        since: DateTime<Utc>,
-        windows: &[Duration],
-        with_samples: bool,
+        req: &StatsRequest<'_>,
     ) -> Result<QueuesStats>
     where
         C: redis::aio::ConnectionLike + Send,
     {
+        let expected = req.expected;
         let now = self.now();
         let mut out = QueuesStats {
             entries: Vec::with_capacity(queues.len()),
@@ -736,16 +734,7 @@ impl Broker {
                     })
                     .collect();
                 let probed = self
-                    .stats_transaction(
-                        conn,
-                        chunk,
-                        &read,
-                        declare,
-                        now,
-                        since,
-                        windows,
-                        with_samples,
-                    )
+                    .stats_transaction(conn, chunk, &read, declare, now, req)
                     .await?;
                 out.transactions += 1;
                 match probed {
@@ -784,13 +773,17 @@ impl Broker {
         read: &[KeyKinds],
         declare: Option<&HashMap<String, Vec<u8>>>,
         now: DateTime<Utc>,
-        since: DateTime<Utc>,
-        windows: &[Duration],
-        with_samples: bool,
+        req: &StatsRequest<'_>,
     ) -> Result<Transaction>
     where
         C: redis::aio::ConnectionLike + Send,
     {
+        let StatsRequest {
+            since,
+            windows,
+            with_samples,
+            ..
+        } = *req;
         let today = now.date_naive();
         let mut pipe = redis::pipe();
         pipe.atomic().ignore_errors();

@@ -49,7 +49,7 @@ use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc::{UnboundedReceiver, error::TryRecvError};
 
 use super::queues::{
-    KeyKinds, QUEUES_PER_STATS_CALL, QueueStats, QueueStatsEntry, QueuesStats, Sample,
+    QUEUES_PER_STATS_CALL, QueueStats, QueueStatsEntry, QueuesStats, Sample, StatsRequest,
 };
 use super::{Broker, keys};
 use crate::error::{Error, Result};
@@ -273,10 +273,7 @@ impl Broker {
         &self,
         tracking: &mut StatsTracking,
         queues: &[String],
-        expected: &(dyn Fn(&str) -> KeyKinds + Sync),
-        since: DateTime<Utc>,
-        windows: &[Duration],
-        with_samples: bool,
+        req: &StatsRequest<'_>,
     ) -> Result<QueuesStats> {
         if tracking.conn.is_none() && tracking.refused_until.is_none_or(|t| Instant::now() >= t) {
             match Tracked::open(self).await {
@@ -299,10 +296,7 @@ impl Broker {
             }
         }
         if tracking.conn.is_some() {
-            match self
-                .tracked_stats(tracking, queues, expected, since, windows, with_samples)
-                .await
-            {
+            match self.tracked_stats(tracking, queues, req).await {
                 Ok(out) => return Ok(out),
                 Err(e) => {
                     tracing::debug!(error = %e, "tracked statistics read failed; reading uncached");
@@ -310,8 +304,7 @@ impl Broker {
                 }
             }
         }
-        self.queues_stats(queues, expected, since, windows, with_samples)
-            .await
+        self.queues_stats(queues, req).await
     }
 
     /// The tracked read, chunk by chunk ([`QUEUES_PER_STATS_CALL`] queues,
@@ -320,11 +313,14 @@ impl Broker {
         &self,
         tracking: &mut StatsTracking,
         queues: &[String],
-        expected: &(dyn Fn(&str) -> KeyKinds + Sync),
-        since: DateTime<Utc>,
-        windows: &[Duration],
-        with_samples: bool,
+        req: &StatsRequest<'_>,
     ) -> Result<QueuesStats> {
+        let StatsRequest {
+            since,
+            windows,
+            with_samples,
+            ..
+        } = *req;
         let now = self.now();
         let today = now.date_naive();
         let mut out = QueuesStats {
@@ -358,15 +354,7 @@ impl Broker {
                 let mut fresh = Vec::new();
                 if !read.is_empty() {
                     let r = self
-                        .queues_stats_on(
-                            &mut conn.conn,
-                            Some(&tracking.next_ids),
-                            &read,
-                            expected,
-                            since,
-                            windows,
-                            with_samples,
-                        )
+                        .queues_stats_on(&mut conn.conn, Some(&tracking.next_ids), &read, req)
                         .await?;
                     out.transactions += r.transactions;
                     fresh_members = Some(r.members);

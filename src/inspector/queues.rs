@@ -12,7 +12,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::Inspector;
 use crate::broker::keys;
-use crate::broker::{KeyKinds, StatsTracking};
+use crate::broker::{KeyKinds, StatsRequest, StatsTracking};
 use crate::error::{Error, Result};
 
 /// A snapshot of one queue (Go `asynq.QueueInfo`; wire spec §9.6).
@@ -327,30 +327,15 @@ impl Inspector {
         let window = chrono::Duration::from_std(crate::broker::SAMPLE_WINDOW)
             .unwrap_or(chrono::Duration::zero());
         let since = self.broker.now() - window;
+        let req = StatsRequest {
+            expected,
+            since,
+            windows: &super::GROWTH_WINDOWS,
+            with_samples,
+        };
         let read = match tracking {
-            Some(t) => {
-                self.broker
-                    .queues_stats_tracked(
-                        t,
-                        &valid,
-                        expected,
-                        since,
-                        &super::GROWTH_WINDOWS,
-                        with_samples,
-                    )
-                    .await?
-            }
-            None => {
-                self.broker
-                    .queues_stats(
-                        &valid,
-                        expected,
-                        since,
-                        &super::GROWTH_WINDOWS,
-                        with_samples,
-                    )
-                    .await?
-            }
+            Some(t) => self.broker.queues_stats_tracked(t, &valid, &req).await?,
+            None => self.broker.queues_stats(&valid, &req).await?,
         };
         let (members, transactions) = (read.members, read.transactions);
         let mut read = read.entries.into_iter();

@@ -33,6 +33,16 @@ use crate::broker::Broker;
 /// few hundred tasks takes on an idle Redis.
 pub const DEFAULT_FETCH_SPIN: Duration = Duration::from_millis(1);
 
+/// The spin per reply: `configured` when set, else [`DEFAULT_FETCH_SPIN`]
+/// for a Redis on this host (`local`) and none for another.
+fn spin_budget(configured: Option<Duration>, local: bool) -> Duration {
+    configured.unwrap_or(if local {
+        DEFAULT_FETCH_SPIN
+    } else {
+        Duration::ZERO
+    })
+}
+
 /// Busy-polls a lease call's reply for up to a budget, unless replies have
 /// lately taken longer than that (a loaded Redis): then spinning would
 /// only burn this host's CPU, which Redis may need.
@@ -57,12 +67,7 @@ impl ReplySpin {
     /// duration, or when `None` [`DEFAULT_FETCH_SPIN`] if `broker` reaches
     /// Redis on this host and zero otherwise.
     pub fn for_broker(configured: Option<Duration>, broker: &Broker) -> Self {
-        let budget = configured.unwrap_or(if broker.is_local() {
-            DEFAULT_FETCH_SPIN
-        } else {
-            Duration::ZERO
-        });
-        ReplySpin::new(budget)
+        ReplySpin::new(spin_budget(configured, broker.is_local()))
     }
 
     /// The spin budget per reply.
@@ -189,6 +194,17 @@ mod tests {
         let polls = AtomicUsize::new(0);
         spin.wait(counted(&polls, tokio::time::sleep(took))).await;
         polls.load(Ordering::SeqCst)
+    }
+
+    /// `Config::fetch_spin`: `None` spins 1 ms for a Redis on this host and
+    /// not at all for another; a set value wins either way.
+    #[test]
+    fn the_spin_budget_follows_the_config_and_where_redis_is() {
+        let ms = Duration::from_millis;
+        assert_eq!(spin_budget(None, true), ms(1));
+        assert_eq!(spin_budget(None, false), Duration::ZERO);
+        assert_eq!(spin_budget(Some(Duration::ZERO), true), Duration::ZERO);
+        assert_eq!(spin_budget(Some(ms(3)), false), ms(3));
     }
 
     #[tokio::test]

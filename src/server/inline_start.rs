@@ -54,6 +54,20 @@ enum Kind {
     Slow(u32),
 }
 
+/// The kind after a first poll that took `took` (at most
+/// [`SLOW_FIRST_POLL`]) of a type with `n` quick first polls in a row:
+/// quick once the streak reaches `needed`, else `counting` the streak (0
+/// again after a poll that was not quick).
+fn streak(n: u32, took: Duration, needed: u32, counting: fn(u32) -> Kind) -> Kind {
+    if took > QUICK_FIRST_POLL {
+        counting(0)
+    } else if n + 1 >= needed {
+        Kind::Quick
+    } else {
+        counting(n + 1)
+    }
+}
+
 /// The task types' kinds, shared by the fetch loop and the workers.
 #[derive(Default)]
 pub struct InlineStart {
@@ -79,23 +93,9 @@ impl InlineStart {
                 tracing::debug!(task_type, ?took, "slow first poll; its workers are spawned");
                 Kind::Slow(0)
             }
-            Kind::Slow(n) if took <= QUICK_FIRST_POLL => {
-                if n + 1 >= SLOW_RELEARN_STREAK {
-                    Kind::Quick
-                } else {
-                    Kind::Slow(n + 1)
-                }
-            }
-            Kind::Slow(_) => Kind::Slow(0),
             Kind::Quick => Kind::Quick,
-            Kind::Learning(n) if took <= QUICK_FIRST_POLL => {
-                if n + 1 >= QUICK_STREAK {
-                    Kind::Quick
-                } else {
-                    Kind::Learning(n + 1)
-                }
-            }
-            Kind::Learning(_) => Kind::Learning(0),
+            Kind::Slow(n) => streak(n, took, SLOW_RELEARN_STREAK, Kind::Slow),
+            Kind::Learning(n) => streak(n, took, QUICK_STREAK, Kind::Learning),
         };
     }
 
