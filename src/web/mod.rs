@@ -8,7 +8,7 @@
 //!
 //! Files: `state.rs` (shared handles and the per-interval stats cache),
 //! `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
-//! security headers), `error.rs` (one error type for pages, one for the
+//! security headers), `hosts.rs` (the `Host` check against DNS rebinding), `error.rs` (one error type for pages, one for the
 //! API), `assets.rs` (embedded `static/`), `format.rs` (payload and time
 //! formatting), `chart.rs` (server-rendered SVG charts), `pages/` (one file
 //! per page area), `api/` (asynqmon routes).
@@ -18,6 +18,7 @@ mod assets;
 mod chart;
 mod error;
 pub mod format;
+mod hosts;
 mod metrics;
 pub(crate) mod pages;
 mod security;
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 use axum::Router;
 
+pub use hosts::AllowedHosts;
 pub use state::{
     AppState, GROWTH_REFRESH, MEMORY_REFRESH, MemoryEstimate, QueueRow, Snapshot, StatsCache,
 };
@@ -48,6 +50,10 @@ pub struct WebConfig {
     pub max_payload_length: usize,
     /// Characters of result shown in task lists.
     pub max_result_length: usize,
+    /// The `Host` names answered; others get 421 (R15, DNS rebinding).
+    /// Default: loopback names only. `asynqdeck serve` derives it from
+    /// `--listen` and `--allowed-hosts` ([`AllowedHosts::for_listener`]).
+    pub allowed_hosts: AllowedHosts,
 }
 
 impl Default for WebConfig {
@@ -59,6 +65,7 @@ impl Default for WebConfig {
             basic_auth: None,
             max_payload_length: 200,
             max_result_length: 200,
+            allowed_hosts: AllowedHosts::default(),
         }
     }
 }
