@@ -292,7 +292,7 @@ async fn r9_every_queue_name_is_reachable_from_its_links() {
         let id = format!("task-{i}");
         let row = rows
             .iter()
-            .find(|r| anchors(r).first().is_some_and(|(_, text)| text == q))
+            .find(|r| anchors(r).first().is_some_and(|(_, text)| text == q.trim()))
             .unwrap_or_else(|| panic!("no row for queue {q:?} on the queues page"));
         let (href, _) = &anchors(row)[0];
         let path = follow(&host, "/", href);

@@ -7,7 +7,7 @@
 //! it under `--root-path`.
 //!
 //! Files: `state.rs` (shared handles and the per-interval stats cache),
-//! `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
+//! `urls.rs` (path segments of links), `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
 //! security headers), `hosts.rs` (the `Host` check against DNS rebinding), `error.rs` (one error type for pages, one for the
 //! API), `assets.rs` (embedded `static/`), `format.rs` (payload and time
 //! formatting), `chart.rs` (server-rendered SVG charts), `pages/` (one file
@@ -23,6 +23,7 @@ mod metrics;
 pub(crate) mod pages;
 mod security;
 mod state;
+pub(crate) mod urls;
 
 use std::time::Duration;
 
@@ -89,17 +90,19 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(assets::routes());
     let routes = security::layers(routes, state.clone()).with_state(state.clone());
     let root = state.config.root_path.trim_end_matches('/').to_string();
-    if root.is_empty() {
-        return routes;
-    }
     // `/prefix/` is the same page as `/prefix` (links and the printed URL
     // use the slash); axum's nest only matches the bare prefix, so the path
-    // is rewritten before routing.
-    let nested = Router::new().nest(&root, routes);
+    // is rewritten before routing. Dot-only names in links carry a `~`
+    // (urls.rs, R9) that is removed here, before routing too.
+    let inner = if root.is_empty() {
+        routes
+    } else {
+        Router::new().nest(&root, routes)
+    };
     let with_slash = format!("{root}/");
     let svc = tower::ServiceBuilder::new()
         .map_request(move |mut req: axum::extract::Request| {
-            if req.uri().path() == with_slash {
+            if !root.is_empty() && req.uri().path() == with_slash {
                 let pq = match req.uri().query() {
                     Some(q) => format!("{root}?{q}"),
                     None => root.clone(),
@@ -108,8 +111,9 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
                     *req.uri_mut() = uri;
                 }
             }
+            urls::unescape_request(&root, &mut req);
             req
         })
-        .service(nested);
+        .service(inner);
     Router::new().fallback_service(svc)
 }
