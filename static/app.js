@@ -1,4 +1,4 @@
-// asynqdeck page behaviour. No inline scripts (the CSP forbids them); htmx
+// asynqdeck page behaviour (held live updates: COMPATIBILITY.md#r0). No inline scripts (the CSP forbids them); htmx
 // does the requests, this file adds what htmx leaves to the page.
 (function () {
   "use strict";

@@ -8,7 +8,7 @@
 //! a name the operator listed) closes that hole: the rebinding page cannot
 //! choose a loopback name for its own origin.
 //!
-//! Go asynqmon checks nothing; see COMPATIBILITY.md "R15".
+//! Go asynqmon checks nothing. asynq divergence: COMPATIBILITY.md#r15
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 

@@ -13,7 +13,7 @@
 //! routing, so handlers see the name itself.
 //!
 //! Only the HTML dashboard uses this; `/api` keeps asynqmon's plain
-//! percent-encoding (COMPATIBILITY.md "R9").
+//! percent-encoding. asynq divergence: COMPATIBILITY.md#r9
 
 use axum::extract::Request;
 
