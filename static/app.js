@@ -1,5 +1,6 @@
-// asynqdeck page behaviour (held live updates: COMPATIBILITY.md#r0). No inline scripts (the CSP forbids them); htmx
-// does the requests, this file adds what htmx leaves to the page.
+// asynqdeck page behaviour. No inline scripts (the CSP forbids them); htmx
+// does the requests, this file adds what htmx leaves to the page. Held live
+// updates: COMPATIBILITY.md#r0.
 (function () {
   "use strict";
   var paused = false;
