@@ -213,6 +213,19 @@ pub struct ServeArgs {
     )]
     pub root_path: String,
 
+    /// Host names (comma list, no port) the dashboard answers besides
+    /// loopback names; any other Host gets 421 (DNS rebinding protection).
+    /// Without it, a loopback listener answers only loopback names and any
+    /// other listener answers every Host. `*` allows every name.
+    #[arg(
+        long,
+        env = "ASYNQDECK_ALLOWED_HOSTS",
+        value_name = "NAME,...",
+        value_delimiter = ',',
+        value_parser = parse_host_name
+    )]
+    pub allowed_hosts: Vec<String>,
+
     /// Hide action buttons and refuse every change with 403.
     #[arg(long, env = "READ_ONLY", value_name = "BOOL", hide_possible_values = true, value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
     pub read_only: bool,
@@ -456,6 +469,7 @@ impl ServeArgs {
                 basic_auth: self.basic_auth.clone(),
                 max_payload_length: self.max_payload_length,
                 max_result_length: self.max_result_length,
+                allowed_hosts: web::AllowedHosts::for_listener(listen, self.allowed_hosts.clone()),
             },
             engine,
             warnings,
@@ -518,6 +532,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         total += Duration::try_from_secs_f64(value * scale).map_err(|_| bad())?;
     }
     Ok(total)
+}
+
+/// One `--allowed-hosts` entry: trimmed, not empty, no spaces, `/` or `@`.
+fn parse_host_name(s: &str) -> Result<String, String> {
+    let name = s.trim();
+    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '/' || c == '@') {
+        return Err(format!("{s:?} is not a host name"));
+    }
+    Ok(name.to_string())
 }
 
 fn parse_basic_auth(s: &str) -> Result<(String, String), String> {

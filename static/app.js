@@ -1,5 +1,6 @@
 // asynqdeck page behaviour. No inline scripts (the CSP forbids them); htmx
-// does the requests, this file adds what htmx leaves to the page.
+// does the requests, this file adds what htmx leaves to the page. Held live
+// updates: COMPATIBILITY.md#r0.
 (function () {
   "use strict";
   var paused = false;
@@ -42,6 +43,65 @@
     if (paused && polling && !(trig && trig.type === "click")) evt.preventDefault();
   });
 
+  // Live updates never swap out what the user is about to click (issue 12
+  // R0): while the pointer is over a table, link, button or field of a
+  // polled fragment, or keyboard focus is inside it, its polls are skipped
+  // (and a poll answered meanwhile is not swapped in), so the row under the
+  // pointer stays the same element and does not move. A badge says so; the
+  // fragment refreshes as soon as the pointer or focus leaves it.
+  var HOLD_POINTER = "table:hover, a:hover, button:hover, input:hover, select:hover, label:hover, summary:hover";
+  function isPoll(evt) {
+    var elt = evt.detail.elt;
+    if (!elt || !elt.getAttribute) return false;
+    var trig = evt.detail.requestConfig && evt.detail.requestConfig.triggeringEvent;
+    return (elt.getAttribute("hx-trigger") || "").indexOf("every") >= 0 && !(trig && trig.type === "click");
+  }
+  function holding(elt) {
+    if (!elt.classList || !elt.classList.contains("live")) return false;
+    return !!elt.querySelector(HOLD_POINTER) || elt.matches(":focus-within");
+  }
+  function hold(elt) {
+    var n = parseInt(elt.getAttribute("data-held-polls") || "0", 10) || 0;
+    elt.setAttribute("data-held-polls", String(n + 1));
+    if (!elt.querySelector(":scope > .held-badge")) {
+      var badge = document.createElement("span");
+      badge.className = "badge held-badge";
+      badge.textContent = "live updates paused while the pointer or focus is here";
+      elt.prepend(badge);
+    }
+  }
+  function release(elt) {
+    elt.removeAttribute("data-held-polls");
+    var badge = elt.querySelector(":scope > .held-badge");
+    if (badge) badge.remove();
+  }
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    if (isPoll(evt) && holding(evt.detail.elt)) {
+      evt.preventDefault();
+      hold(evt.detail.elt);
+    }
+  });
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    if (isPoll(evt) && holding(evt.detail.elt)) {
+      evt.detail.shouldSwap = false;
+      hold(evt.detail.elt);
+    }
+  });
+  function resumeLeft() {
+    document.querySelectorAll(".live[data-held-polls]").forEach(function (elt) {
+      if (holding(elt) || paused || typeof htmx === "undefined") return;
+      release(elt);
+      htmx.ajax("GET", elt.getAttribute("hx-get"), {
+        source: elt,
+        target: elt,
+        swap: elt.getAttribute("hx-swap") || "outerHTML"
+      });
+    });
+  }
+  ["mouseout", "focusout"].forEach(function (type) {
+    document.addEventListener(type, function () { setTimeout(resumeLeft, 0); });
+  });
+
   // A failed poll marks the fragment stale instead of breaking the page.
   function markStale(evt, on) {
     var elt = evt.detail.elt;
@@ -65,6 +125,7 @@
     if (!markStale(evt, true)) toast("Cannot reach the dashboard server", true);
   });
   document.addEventListener("htmx:afterSwap", function (evt) {
+    if (evt.detail.target && evt.detail.target.classList) release(evt.detail.target);
     localTimes(evt.detail.target);
   });
 

@@ -1771,7 +1771,13 @@ async fn read_only_and_cross_origin_are_refused() {
         2
     );
 
-    let w = seed(fresh()).await;
+    // A dashboard reached as dash.local (a library user lists the names
+    // it is served under: R15).
+    let w = seed(WebConfig {
+        allowed_hosts: asynqdeck::web::AllowedHosts::LoopbackAnd(vec!["dash.local".into()]),
+        ..fresh()
+    })
+    .await;
     let evil = [("host", "dash.local:8080"), ("origin", "http://evil")];
     let r = send_with(
         &w.app,

@@ -89,6 +89,7 @@ pub async fn run(
         redis_client_cert: None,
         web: WebConfig {
             poll_interval: opts.poll_interval,
+            allowed_hosts: crate::web::AllowedHosts::for_listener(opts.listen, Vec::new()),
             ..WebConfig::default()
         },
         engine: Some(MaintenanceConfig {

@@ -7,8 +7,8 @@
 //! it under `--root-path`.
 //!
 //! Files: `state.rs` (shared handles and the per-interval stats cache),
-//! `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
-//! security headers), `error.rs` (one error type for pages, one for the
+//! `urls.rs` (path segments of links), `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
+//! security headers), `hosts.rs` (the `Host` check against DNS rebinding), `error.rs` (one error type for pages, one for the
 //! API), `assets.rs` (embedded `static/`), `format.rs` (payload and time
 //! formatting), `chart.rs` (server-rendered SVG charts), `pages/` (one file
 //! per page area), `api/` (asynqmon routes).
@@ -18,15 +18,18 @@ mod assets;
 mod chart;
 mod error;
 pub mod format;
+mod hosts;
 mod metrics;
 pub(crate) mod pages;
 mod security;
 mod state;
+pub(crate) mod urls;
 
 use std::time::Duration;
 
 use axum::Router;
 
+pub use hosts::AllowedHosts;
 pub use state::{
     AppState, GROWTH_REFRESH, MEMORY_REFRESH, MemoryEstimate, QueueRow, Snapshot, StatsCache,
 };
@@ -48,6 +51,10 @@ pub struct WebConfig {
     pub max_payload_length: usize,
     /// Characters of result shown in task lists.
     pub max_result_length: usize,
+    /// The `Host` names answered; others get 421 (R15, DNS rebinding).
+    /// Default: loopback names only. `asynqdeck serve` derives it from
+    /// `--listen` and `--allowed-hosts` ([`AllowedHosts::for_listener`]).
+    pub allowed_hosts: AllowedHosts,
 }
 
 impl Default for WebConfig {
@@ -59,6 +66,7 @@ impl Default for WebConfig {
             basic_auth: None,
             max_payload_length: 200,
             max_result_length: 200,
+            allowed_hosts: AllowedHosts::default(),
         }
     }
 }
@@ -82,17 +90,19 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(assets::routes());
     let routes = security::layers(routes, state.clone()).with_state(state.clone());
     let root = state.config.root_path.trim_end_matches('/').to_string();
-    if root.is_empty() {
-        return routes;
-    }
     // `/prefix/` is the same page as `/prefix` (links and the printed URL
     // use the slash); axum's nest only matches the bare prefix, so the path
-    // is rewritten before routing.
-    let nested = Router::new().nest(&root, routes);
+    // is rewritten before routing. Dot-only names in links carry a `~`
+    // (urls.rs, R9) that is removed here, before routing too.
+    let inner = if root.is_empty() {
+        routes
+    } else {
+        Router::new().nest(&root, routes)
+    };
     let with_slash = format!("{root}/");
     let svc = tower::ServiceBuilder::new()
         .map_request(move |mut req: axum::extract::Request| {
-            if req.uri().path() == with_slash {
+            if !root.is_empty() && req.uri().path() == with_slash {
                 let pq = match req.uri().query() {
                     Some(q) => format!("{root}?{q}"),
                     None => root.clone(),
@@ -101,8 +111,9 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
                     *req.uri_mut() = uri;
                 }
             }
+            urls::unescape_request(&root, &mut req);
             req
         })
-        .service(nested);
+        .service(inner);
     Router::new().fallback_service(svc)
 }

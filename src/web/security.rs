@@ -1,4 +1,4 @@
-//! Basic auth, mutation guard (read-only, same-origin, CSRF token) and
+//! The `Host` check (`hosts.rs`), basic auth, mutation guard (read-only, same-origin, CSRF token) and
 //! security headers, applied to every route, static assets and `/api`
 //! included.
 //!
@@ -24,15 +24,19 @@ use super::AppState;
 /// Content-Security-Policy: no inline script or style, nothing from elsewhere.
 pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
-/// Wraps `routes` with the security layers (outermost first: headers, basic
-/// auth, mutation guard).
+/// Wraps `routes` with the security layers (outermost first: headers, the
+/// `Host` check of [`super::hosts`], basic auth, mutation guard).
 pub fn layers(routes: Router<AppState>, state: AppState) -> Router<AppState> {
     routes
         .layer(middleware::from_fn_with_state(
             state.clone(),
             guard_mutations,
         ))
-        .layer(middleware::from_fn_with_state(state, basic_auth))
+        .layer(middleware::from_fn_with_state(state.clone(), basic_auth))
+        .layer(middleware::from_fn_with_state(
+            state,
+            super::hosts::check_host,
+        ))
         .layer(SetResponseHeaderLayer::overriding(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CSP),

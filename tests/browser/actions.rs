@@ -32,7 +32,11 @@ async fn lease_all(broker: &Broker, queue: &str) -> Vec<asynqdeck::broker::proto
 
 /// Enqueues `(id, type, payload, error)` tasks into `queue` and archives
 /// each with its error, as a worker does after the last retry.
-async fn seed_archived(broker: &Broker, queue: &str, tasks: &[(&str, &str, &str, &str)]) {
+pub(crate) async fn seed_archived(
+    broker: &Broker,
+    queue: &str,
+    tasks: &[(&str, &str, &str, &str)],
+) {
     let client = Client::from_broker(broker.clone());
     for (id, kind, payload, _) in tasks {
         client
@@ -49,7 +53,7 @@ async fn seed_archived(broker: &Broker, queue: &str, tasks: &[(&str, &str, &str,
     }
 }
 
-const MAIL: &[(&str, &str, &str, &str)] = &[
+pub(crate) const MAIL: &[(&str, &str, &str, &str)] = &[
     (
         "m1",
         "email:send",

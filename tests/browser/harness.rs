@@ -16,6 +16,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, MouseActions, PointerAction};
+use fantoccini::elements::Element;
+use fantoccini::error::CmdError;
 use fantoccini::wd::{Capabilities, WebDriverCompatibleCommand};
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures_util::FutureExt;
@@ -203,12 +206,93 @@ pub struct Page {
 }
 
 impl Page {
-    /// Navigates to `url` and waits until the document is loaded.
+    /// Parks the pointer in the top-left corner (the header, outside every
+    /// live fragment), then navigates to `url` and waits until the document
+    /// is loaded. A pointer left where an earlier click put it would hold
+    /// the new page's live updates (R0) wherever a table happens to be.
     pub async fn goto(&self, url: &str) {
+        self.park_pointer().await;
         self.client
             .goto(url)
             .await
             .unwrap_or_else(|e| panic!("open {url}: {e}"));
+    }
+
+    /// Moves the pointer to the viewport's top-left corner.
+    pub async fn park_pointer(&self) {
+        let to_corner = MouseActions::new("mouse".to_string()).then(PointerAction::MoveTo {
+            duration: None,
+            x: 0.0,
+            y: 0.0,
+        });
+        self.client
+            .perform_actions(to_corner)
+            .await
+            .expect("move the pointer to the corner");
+    }
+
+    /// Moves the pointer onto the centre of the element matching `css`
+    /// (found settled, as by [`Page::click`]), without clicking.
+    pub async fn hover(&self, css: &str) {
+        self.settled(css, |el| async move {
+            let onto = MouseActions::new("mouse".to_string()).then(PointerAction::MoveToElement {
+                element: el,
+                duration: None,
+                x: 0.0,
+                y: 0.0,
+            });
+            self.client.perform_actions(onto).await
+        })
+        .await;
+    }
+
+    /// Runs `act` on the element matching `css` once it is settled: present
+    /// with a size, and not inside an element htmx is requesting, swapping
+    /// or settling for. A stale element (swapped between finding and
+    /// acting), a missing one or an intercepted click is found again and
+    /// retried until 15 s have passed; then the test fails naming `css`.
+    /// The WebDriver checks staleness before it dispatches anything, so a
+    /// retried click never lands twice.
+    async fn settled<F, Fut>(&self, css: &str, act: F)
+    where
+        F: Fn(Element) -> Fut,
+        Fut: Future<Output = Result<(), CmdError>>,
+    {
+        const SETTLED: &str = "var el = document.querySelector(arguments[0]);
+            if (!el || el.closest('.htmx-request, .htmx-swapping, .htmx-settling')) return false;
+            var r = el.getBoundingClientRect();
+            return r.width > 0 && r.height > 0;";
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut last = String::from("never settled");
+        loop {
+            let settled = self
+                .client
+                .execute(SETTLED, vec![json!(css)])
+                .await
+                .unwrap_or_else(|e| panic!("check {css}: {e}"));
+            if settled == Value::Bool(true) {
+                let outcome = match self.client.find(Locator::Css(css)).await {
+                    Ok(el) => act(el).await,
+                    Err(e) => Err(e),
+                };
+                match outcome {
+                    Ok(()) => return,
+                    Err(e)
+                        if e.is_stale_element_reference()
+                            || e.is_no_such_element()
+                            || e.to_string().contains("click intercepted") =>
+                    {
+                        last = e.to_string();
+                    }
+                    Err(e) => panic!("{css}: {e}"),
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no settled element {css} within 15 s (last: {last})"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Runs `script` (a function body; `return` the value) and decodes what
@@ -250,16 +334,13 @@ impl Page {
         }
     }
 
-    /// Clicks the element matching `css` (a real WebDriver click).
+    /// Clicks the element matching `css` (a real WebDriver click) once it
+    /// is settled, finding it again when a live update replaced it (see
+    /// [`Page::settled`]). Every click of the browser tests goes through
+    /// here.
     pub async fn click(&self, css: &str) {
-        let el = self
-            .client
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no element {css}: {e}"));
-        el.click()
-            .await
-            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+        self.settled(css, |el| async move { el.click().await })
+            .await;
     }
 
     /// Waits for the `window.confirm` dialog htmx opens for `hx-confirm`,

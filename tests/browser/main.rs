@@ -23,4 +23,6 @@ mod harness;
 
 mod actions;
 mod console;
+mod links;
+mod live_hold;
 mod outage;

@@ -22,6 +22,7 @@ use crate::web::AppState;
 use crate::web::chart::{self, BarChart, Column, Series};
 use crate::web::error::PageError;
 use crate::web::format;
+use crate::web::urls::filters;
 
 /// The ranges offered, in days.
 const RANGES: [usize; 3] = [7, 30, 90];

@@ -33,6 +33,7 @@ use super::{Layout, is_htmx};
 use crate::inspector::{GroupInfo, Page, QueueInfo, TaskRow};
 use crate::web::error::PageError;
 use crate::web::format::{self, Preview};
+use crate::web::urls::{self, filters};
 use crate::web::{AppState, MemoryEstimate};
 use crate::{Error, Inspector, TaskInfo, TaskState};
 
@@ -815,7 +816,11 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
             }
             Ok(t) => {
                 id_note = format!("Task {id} not found in this tab: it is {}.", t.state);
-                id_elsewhere = format!("{root}/queues/{}/tasks/{}", encode(queue), encode(id));
+                id_elsewhere = format!(
+                    "{root}/queues/{}/tasks/{}",
+                    urls::segment(queue),
+                    urls::segment(id)
+                );
             }
             Err(Error::TaskNotFound { .. }) => {
                 id_note = format!("Task {id} not found in this tab (nor in queue {queue}).");
@@ -902,7 +907,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         TaskState::Aggregating if group.is_none() => Vec::new(),
         s => Op::for_state(s).to_vec(),
     };
-    let queue_url = format!("{root}/queues/{}", encode(queue));
+    let queue_url = format!("{root}/queues/{}", urls::segment(queue));
     Ok(QueueTab {
         layout: Layout::new(state, format!("{queue} · {}", view.state), "queues"),
         queue: queue.to_string(),
@@ -1170,7 +1175,7 @@ async fn view_summary_get(
     let root = root.trim_end_matches('/');
     QueueSummary {
         layout: Layout::new(&state, "summary", "queues"),
-        tab_url: format!("{root}/queues/{}/{tab}", encode(&queue)),
+        tab_url: format!("{root}/queues/{}/{tab}", urls::segment(&queue)),
         qs: view_base.qs(),
         scanned: scanned.rows.len(),
         total: scanned.total,

@@ -16,6 +16,7 @@ use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format;
 use crate::web::state::Snapshot;
+use crate::web::urls::filters;
 
 /// One row of the queues table, formatted.
 pub struct Row {

@@ -23,6 +23,7 @@ use crate::inspector::{QueueLocation, RedisInfo};
 use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format;
+use crate::web::urls::filters;
 
 /// One summary card: a label and its value ("n/a" when Redis did not say).
 pub struct Card {

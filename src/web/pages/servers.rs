@@ -17,6 +17,7 @@ use crate::inspector::ServerInfo;
 use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format::{self, Preview};
+use crate::web::urls::filters;
 
 /// A time shown three ways: UTC text, ISO for `<time datetime>` (the
 /// browser adds the local time) and relative to now.

@@ -19,13 +19,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::queue_tab::{
-    self, Op, OpView, TimeView, View, ViewQuery, encode, op_views, parse_state, trigger,
+    self, Op, OpView, TimeView, View, ViewQuery, op_views, parse_state, trigger,
 };
 use super::{Layout, is_htmx};
 use crate::server::default_retry_delay_bounds;
 use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format;
+use crate::web::urls;
 use crate::{Error, TaskInfo};
 
 /// Payloads and results are shown up to this many bytes; the rest is in
@@ -222,12 +223,12 @@ pub fn routes() -> Router<AppState> {
 /// says so (with its id and the decode error), not an error.
 async fn task_fields(state: &AppState, queue: &str, id: &str) -> Result<TaskFields, PageError> {
     let root = state.config.root_path.trim_end_matches('/');
-    let queue_url = format!("{root}/queues/{}", encode(queue));
+    let queue_url = format!("{root}/queues/{}", urls::segment(queue));
     let mut fields = TaskFields {
         layout: Layout::new(state, format!("Task {id}"), "queues"),
         queue: queue.to_string(),
         id: id.to_string(),
-        task_url: format!("{queue_url}/tasks/{}", encode(id)),
+        task_url: format!("{queue_url}/tasks/{}", urls::segment(id)),
         queue_url,
         corrupt: String::new(),
         task: None,
@@ -352,7 +353,7 @@ async fn action_post(
     }
     let back = format!(
         "{root}/queues/{}/{}",
-        encode(&queue),
+        urls::segment(&queue),
         tab.map_or("pending", |t| t.as_str())
     );
     let gone = |message: &str| {

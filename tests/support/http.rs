@@ -1,0 +1,215 @@
+//! Real HTTP against the `asynqdeck` binary: [`ServeBin`] runs `asynqdeck
+//! serve` as a child process, [`request`] sends one HTTP/1.0 request over a
+//! TCP connection with exactly the headers given (so a test controls `Host`
+//! and `Origin`), and [`anchors`] / [`attr_values`] read the links a page
+//! renders, entity-decoded, for the test to follow as a browser would.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_asynqdeck");
+
+/// A running `asynqdeck serve`, killed on drop.
+pub struct ServeBin {
+    _child: tokio::process::Child,
+    /// `127.0.0.1:PORT`, the address it listens on.
+    pub addr: String,
+    _stdout: BufReader<tokio::process::ChildStdout>,
+}
+
+impl ServeBin {
+    /// `asynqdeck serve --redis-url <url> <args>` (give `--listen`), with an
+    /// empty environment plus `env`; waits for the line naming its URL.
+    pub async fn start(redis_url: &str, args: &[&str], env: &[(&str, &str)]) -> ServeBin {
+        let mut child = tokio::process::Command::new(BIN)
+            .arg("serve")
+            .args(["--redis-url", redis_url])
+            .args(args)
+            .env_clear()
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn asynqdeck serve");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_secs(30), stdout.read_line(&mut line))
+            .await
+            .expect("asynqdeck serve prints its URL in time")
+            .unwrap();
+        let url = line
+            .strip_prefix("asynqdeck serving http://")
+            .unwrap_or_else(|| panic!("asynqdeck serve {args:?} did not start: {line:?}"));
+        let addr = url.split('/').next().unwrap().to_string();
+        ServeBin {
+            _child: child,
+            addr,
+            _stdout: stdout,
+        }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.rsplit(':').next().unwrap().parse().unwrap()
+    }
+}
+
+/// A response: status, headers (names lower-case) and body.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    /// The first header named `name` (lower-case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Sends `method path_and_query HTTP/1.0` to `addr` with exactly `headers`
+/// (no `Host` unless given) and `body`, and reads the whole response.
+pub async fn request(
+    addr: &str,
+    method: &str,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("{method} {path_and_query} HTTP/1.0\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut raw))
+        .await
+        .expect("response in time")
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad response to {method} {path_and_query}: {head}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// Decodes the character references askama writes (`&#38;`, `&#x26;`) and
+/// the named ones `&amp; &lt; &gt; &quot; &apos;`.
+pub fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let Some(end) = rest.find(';') else { break };
+        let entity = &rest[1..end];
+        let decoded = match entity {
+            "amp" => Some('&'),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            e if e.starts_with("#x") || e.starts_with("#X") => u32::from_str_radix(&e[2..], 16)
+                .ok()
+                .and_then(char::from_u32),
+            e if e.starts_with('#') => e[1..].parse().ok().and_then(char::from_u32),
+            _ => None,
+        };
+        match decoded {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The value of every `name="..."` attribute in `html`, entity-decoded, in
+/// page order.
+pub fn attr_values(html: &str, name: &str) -> Vec<String> {
+    let needle = format!(" {name}=\"");
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find(&needle) {
+        rest = &rest[i + needle.len()..];
+        let end = rest.find('"').expect("attribute closes");
+        out.push(unescape(&rest[..end]));
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// Every `<a href="...">text</a>` in `html` as `(href, text)`, both
+/// entity-decoded, the text without inner tags and trimmed.
+pub fn anchors(html: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find("<a ") {
+        rest = &rest[i..];
+        let tag_end = rest.find('>').expect("tag closes");
+        let tag = &rest[..tag_end];
+        let close = rest.find("</a>").expect("anchor closes");
+        let inner = &rest[tag_end + 1..close];
+        rest = &rest[close..];
+        let Some(href) = attr_values(tag, "href").into_iter().next() else {
+            continue;
+        };
+        let mut text = String::new();
+        let mut in_tag = false;
+        for c in inner.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => text.push(c),
+                _ => {}
+            }
+        }
+        out.push((href, unescape(text.trim())));
+    }
+    out
+}
+
+/// Resolves `href` against `http://<addr><page>` the way a browser does
+/// (WHATWG URL parsing, dot segments removed) and returns the path and
+/// query to request.
+pub fn follow(addr: &str, page: &str, href: &str) -> String {
+    let base = url::Url::parse(&format!("http://{addr}{page}")).unwrap();
+    let target = base
+        .join(href)
+        .unwrap_or_else(|e| panic!("link {href:?} on {page}: {e}"));
+    match target.query() {
+        Some(q) => format!("{}?{q}", target.path()),
+        None => target.path().to_string(),
+    }
+}
