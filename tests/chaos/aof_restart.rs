@@ -6,9 +6,9 @@
 //! Asserts 0 lost (every task whose enqueue returned `Ok` is processed)
 //! and that processing resumes within 2 s of Redis answering again:
 //! measured as the first handler call, after Redis is back, of a task
-//! no handler had started before. Also reports the end-to-end figure (the
-//! first completion of a task enqueued after the restart) and tasks
-//! handled twice.
+//! no handler had started before (the backlog guarantees there is one).
+//! Also reports when the producer's first enqueue after the restart
+//! returned, tasks handled twice, and when every task was done.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -124,12 +124,11 @@ pub async fn run() {
         .filter(|id| !snap.get(*id).is_some_and(|e| e.done > 0))
         .count();
     let twice = snap.values().filter(|e| e.done > 1).count();
-    let end_to_end = enqueued
-        .iter()
-        .filter(|(_, at)| **at > back_at)
-        .filter_map(|(id, _)| snap.get(id).and_then(|e| e.first_done))
+    let first_enqueue = enqueued
+        .values()
+        .filter(|at| **at > back_at)
         .min()
-        .map(|t| t - back_at);
+        .map(|t| *t - back_at);
     shutdown.shutdown();
     let _ = worker.await;
     drop(redis);
@@ -139,7 +138,7 @@ pub async fn run() {
     figure(name, "lost", lost);
     figure(name, "handled_twice", twice);
     figure(name, "resume_after_redis_back_s", secs(resume));
-    figure(name, "first_new_task_done_after_redis_back_s", secs(end_to_end));
+    figure(name, "first_enqueue_after_redis_back_s", secs(first_enqueue));
     figure(name, "all_done_after_redis_back_s", format!("{:.1}", all_done_after.as_secs_f64()));
 
     assert!(resumed, "no task started within 30 s of Redis answering again");
