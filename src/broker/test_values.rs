@@ -25,7 +25,7 @@ fn leaf() -> impl Strategy<Value = Value> {
             format: VerbatimFormat::Text,
             text,
         }),
-        1 => "[0-9]{1,30}".prop_map(|s| Value::BigNumber(s.into_bytes().into())),
+        1 => "[0-9]{1,30}".prop_map(|s| Value::BigNumber(s.into_bytes())),
         1 => "[A-Z]{3,8} .{0,12}".prop_map(|line| {
             redis::parse_redis_value(format!("-{line}\r\n").as_bytes())
                 .unwrap_or(Value::Nil)

@@ -33,7 +33,11 @@ type Enqueued = Arc<Mutex<HashMap<String, Instant>>>;
 
 /// A producer enqueuing one task every 5 ms until `stop`; failed enqueues
 /// are tried again (a new task) 10 ms later.
-fn producer(client: Client, enqueued: Enqueued, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
+fn producer(
+    client: Client,
+    enqueued: Enqueued,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut i = 0u64;
         let mut tick = tokio::time::interval(Duration::from_millis(5));
@@ -41,7 +45,10 @@ fn producer(client: Client, enqueued: Enqueued, stop: Arc<AtomicBool>) -> tokio:
             tick.tick().await;
             i += 1;
             let task = Task::new("chaos:live", format!("live-{i}").into_bytes());
-            match client.enqueue(&task, EnqueueOptions::new().queue(QUEUE)).await {
+            match client
+                .enqueue(&task, EnqueueOptions::new().queue(QUEUE))
+                .await
+            {
                 Ok(info) => {
                     enqueued.lock().await.insert(info.id, Instant::now());
                 }
@@ -121,7 +128,7 @@ pub async fn run() {
     let snap = rec.snapshot();
     let lost = enqueued
         .keys()
-        .filter(|id| !snap.get(*id).is_some_and(|e| e.done > 0))
+        .filter(|id| snap.get(*id).is_none_or(|e| e.done == 0))
         .count();
     let twice = snap.values().filter(|e| e.done > 1).count();
     let first_enqueue = enqueued
@@ -133,15 +140,27 @@ pub async fn run() {
     let _ = worker.await;
     drop(redis);
 
-    let secs = |d: Option<Duration>| d.map_or("never".into(), |d| format!("{:.3}", d.as_secs_f64()));
+    let secs =
+        |d: Option<Duration>| d.map_or("never".into(), |d| format!("{:.3}", d.as_secs_f64()));
     figure(name, "enqueued_ok", enqueued.len());
     figure(name, "lost", lost);
     figure(name, "handled_twice", twice);
     figure(name, "resume_after_redis_back_s", secs(resume));
-    figure(name, "first_enqueue_after_redis_back_s", secs(first_enqueue));
-    figure(name, "all_done_after_redis_back_s", format!("{:.1}", all_done_after.as_secs_f64()));
+    figure(
+        name,
+        "first_enqueue_after_redis_back_s",
+        secs(first_enqueue),
+    );
+    figure(
+        name,
+        "all_done_after_redis_back_s",
+        format!("{:.1}", all_done_after.as_secs_f64()),
+    );
 
-    assert!(resumed, "no task started within 30 s of Redis answering again");
+    assert!(
+        resumed,
+        "no task started within 30 s of Redis answering again"
+    );
     assert!(all_done, "{lost} tasks not processed within 150 s");
     assert_eq!(lost, 0, "tasks lost");
     let resume = resume.unwrap();

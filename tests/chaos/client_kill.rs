@@ -106,7 +106,11 @@ async fn asynqdeck_run(redis: &RedisProc, queue: &str, storm: bool) -> (f64, u64
         .filter_map(|id| snap[id].first_start)
         .min()
         .unwrap();
-    let end = ids.iter().filter_map(|id| snap[id].first_done).max().unwrap();
+    let end = ids
+        .iter()
+        .filter_map(|id| snap[id].first_done)
+        .max()
+        .unwrap();
     (TASKS as f64 / (end - start).as_secs_f64(), killed)
 }
 
@@ -146,7 +150,10 @@ async fn go_run(redis: &RedisProc, queue: &str, storm: bool) -> (f64, u64) {
         }
         let killed = storm.map_or(0, Storm::end);
         drop(peer);
-        assert!(handled >= TASKS, "the peer handled {handled} of {TASKS} tasks");
+        assert!(
+            handled >= TASKS,
+            "the peer handled {handled} of {TASKS} tasks"
+        );
         (TASKS as f64 / (end - start).as_secs_f64(), killed)
     })
     .await

@@ -164,16 +164,39 @@ async fn seed(url: &str) -> (Vec<String>, Subject, Subject) {
     let mut pipe = redis::pipe();
     pipe.cmd("SADD").arg("asynq:queues").arg(WRONG).ignore();
     pipe.cmd("SET").arg(format!("{p}pending")).arg("x").ignore();
-    pipe.cmd("HSET").arg(format!("{p}active")).arg("a").arg("b").ignore();
-    pipe.cmd("RPUSH").arg(format!("{p}scheduled")).arg("x").ignore();
+    pipe.cmd("HSET")
+        .arg(format!("{p}active"))
+        .arg("a")
+        .arg("b")
+        .ignore();
+    pipe.cmd("RPUSH")
+        .arg(format!("{p}scheduled"))
+        .arg("x")
+        .ignore();
     pipe.cmd("SET").arg(format!("{p}retry")).arg("x").ignore();
-    pipe.cmd("SADD").arg(format!("{p}archived")).arg("x").ignore();
-    pipe.cmd("RPUSH").arg(format!("{p}completed")).arg("x").ignore();
+    pipe.cmd("SADD")
+        .arg(format!("{p}archived"))
+        .arg("x")
+        .ignore();
+    pipe.cmd("RPUSH")
+        .arg(format!("{p}completed"))
+        .arg("x")
+        .ignore();
     pipe.cmd("SET").arg(format!("{p}lease")).arg("x").ignore();
-    pipe.cmd("HSET").arg(format!("{p}paused")).arg("a").arg("b").ignore();
+    pipe.cmd("HSET")
+        .arg(format!("{p}paused"))
+        .arg("a")
+        .arg("b")
+        .ignore();
     pipe.cmd("SET").arg(format!("{p}groups")).arg("x").ignore();
-    pipe.cmd("SET").arg(keys::group_key(WRONG, "g")).arg("x").ignore();
-    pipe.cmd("SET").arg(keys::processed_total_key(WRONG)).arg("many").ignore();
+    pipe.cmd("SET")
+        .arg(keys::group_key(WRONG, "g"))
+        .arg("x")
+        .ignore();
+    pipe.cmd("SET")
+        .arg(keys::processed_total_key(WRONG))
+        .arg("many")
+        .ignore();
     let () = pipe.query_async(&mut c).await.unwrap();
 
     let subject = |queue: &str, tasks| Subject {
@@ -183,7 +206,11 @@ async fn seed(url: &str) -> (Vec<String>, Subject, Subject) {
         tasks,
     };
     let wrong_tasks = vec![("pending".to_string(), "x".to_string())];
-    (valid_ids, subject(MIXED, tasks), subject(WRONG, wrong_tasks))
+    (
+        valid_ids,
+        subject(MIXED, tasks),
+        subject(WRONG, wrong_tasks),
+    )
 }
 
 pub async fn run() {
@@ -227,13 +254,14 @@ pub async fn run() {
     let (r, ids) = (&rec, &valid_ids);
     let all = wait_until(Duration::from_secs(60), move || async move {
         let snap = r.snapshot();
-        ids.iter().all(|id| snap.get(id).is_some_and(|e| e.done > 0))
+        ids.iter()
+            .all(|id| snap.get(id).is_some_and(|e| e.done > 0))
     })
     .await;
     let snap = rec.snapshot();
     let unprocessed: Vec<&String> = valid_ids
         .iter()
-        .filter(|id| !snap.get(*id).is_some_and(|e| e.done > 0))
+        .filter(|id| snap.get(*id).is_none_or(|e| e.done == 0))
         .collect();
     shutdown.shutdown();
     let _ = worker.await;

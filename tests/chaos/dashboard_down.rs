@@ -100,7 +100,10 @@ pub async fn run() {
             if status == 0 || (status >= 500 && status != 503) {
                 bad.push(format!(
                     "GET {r} -> {status}: {}",
-                    String::from_utf8_lossy(&body).chars().take(200).collect::<String>()
+                    String::from_utf8_lossy(&body)
+                        .chars()
+                        .take(200)
+                        .collect::<String>()
                 ));
             }
         }
@@ -145,12 +148,23 @@ pub async fn run() {
     figure(name, "polls_while_down", polls);
     figure(name, "statuses_while_down", format!("{statuses:?}"));
     figure(name, "bad_responses_while_down", bad.len());
-    figure(name, "slowest_response_while_down_s", format!("{:.2}", slowest.as_secs_f64()));
+    figure(
+        name,
+        "slowest_response_while_down_s",
+        format!("{:.2}", slowest.as_secs_f64()),
+    );
     figure(
         name,
         "worst_recovery_s",
         format!("{:.3} ({})", worst.1.as_secs_f64(), worst.0),
     );
-    assert!(bad.is_empty(), "5xx other than 503, or no answer, while Redis was down:\n{}", bad.join("\n"));
-    assert!(late.is_empty(), "routes not recovered within 1 s of Redis returning: {late:?}");
+    assert!(
+        bad.is_empty(),
+        "5xx other than 503, or no answer, while Redis was down:\n{}",
+        bad.join("\n")
+    );
+    assert!(
+        late.is_empty(),
+        "routes not recovered within 1 s of Redis returning: {late:?}"
+    );
 }

@@ -17,9 +17,8 @@ pub async fn request(
 ) -> (u16, Vec<u8>) {
     let exchange = async {
         let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-        let mut req = format!(
-            "{method} {uri} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n"
-        );
+        let mut req =
+            format!("{method} {uri} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
         for (k, v) in headers {
             req.push_str(&format!("{k}: {v}\r\n"));
         }

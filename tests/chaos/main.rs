@@ -19,7 +19,6 @@
 //! private directory, killed with the suite (`procs.rs`).
 
 #[path = "../support/mod.rs"]
-#[allow(dead_code, unused_imports)]
 mod support;
 
 mod aof_restart;

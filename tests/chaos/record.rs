@@ -68,7 +68,12 @@ impl Recorder {
 
     /// How many distinct ids completed at least once.
     pub fn done_ids(&self) -> usize {
-        self.0.lock().unwrap().values().filter(|e| e.done > 0).count()
+        self.0
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|e| e.done > 0)
+            .count()
     }
 }
 

@@ -90,7 +90,11 @@ fn start_worker(kind: Kind, redis: &RedisProc) -> Guard {
 
 async fn counts(url: &str, key: &str) -> HashMap<String, u32> {
     let mut c = raw(url).await.unwrap();
-    redis::cmd("HGETALL").arg(key).query_async(&mut c).await.unwrap()
+    redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(&mut c)
+        .await
+        .unwrap()
 }
 
 async fn run(kind: Kind) {
@@ -108,7 +112,11 @@ async fn run(kind: Kind) {
         counts(&url, DONE).await.len() >= TASKS / 4
     })
     .await;
-    assert!(quarter, "the first worker did not finish {} tasks", TASKS / 4);
+    assert!(
+        quarter,
+        "the first worker did not finish {} tasks",
+        TASKS / 4
+    );
     kill9(&mut first.0);
     let killed_at = Instant::now();
 
@@ -154,12 +162,23 @@ async fn run(kind: Kind) {
     figure(name, "active_at_kill", active.len());
     figure(name, "lost", lost);
     figure(name, "finished_twice_after_ack", wrongly_twice.len());
-    figure(name, "redelivered_after_lost_ack", twice.len() - wrongly_twice.len());
+    figure(
+        name,
+        "redelivered_after_lost_ack",
+        twice.len() - wrongly_twice.len(),
+    );
     figure(name, "handler_calls", attempts_total);
-    figure(name, "all_done_after_kill_s", format!("{:.1}", took.as_secs_f64()));
+    figure(
+        name,
+        "all_done_after_kill_s",
+        format!("{:.1}", took.as_secs_f64()),
+    );
     figure(name, "limit_s", limit.as_secs());
 
-    assert!(all_done, "{lost} of {TASKS} tasks not done 180 s after the kill");
+    assert!(
+        all_done,
+        "{lost} of {TASKS} tasks not done 180 s after the kill"
+    );
     assert_eq!(lost, 0, "tasks lost");
     assert!(
         wrongly_twice.is_empty(),

@@ -144,7 +144,10 @@ pub fn reads(s: &Subject) -> Vec<String> {
     for c in COLLECTIONS {
         out.push(format!("/api/queues/{q}/{c}"));
     }
-    out.push(format!("/api/queues/{q}/groups/{}/aggregating_tasks", s.group));
+    out.push(format!(
+        "/api/queues/{q}/groups/{}/aggregating_tasks",
+        s.group
+    ));
     for (tab, id) in &s.tasks {
         match collection_of(tab) {
             Some(c) => out.push(format!("/api/queues/{q}/{c}/{id}")),
@@ -208,7 +211,10 @@ pub fn writes(s: &Subject) -> Vec<RouteReq> {
         .iter()
         .map(|c| format!("/api/queues/{q}/{c}"))
         .collect();
-    collections.push(format!("/api/queues/{q}/groups/{}/aggregating_tasks", s.group));
+    collections.push(format!(
+        "/api/queues/{q}/groups/{}/aggregating_tasks",
+        s.group
+    ));
     for c in &collections {
         for verb in ALL_VERBS {
             let body = verb.starts_with("batch_").then(|| json_ids.clone());

@@ -4,16 +4,33 @@
 
 use std::collections::BTreeMap;
 
-use prost::Message;
 use proptest::prelude::*;
+use prost::Message;
 
 use super::{SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, TaskMessage, WireTask, WorkerInfo};
 
 fn task_message() -> impl Strategy<Value = TaskMessage> {
     (
-        (".{0,12}", proptest::collection::vec(any::<u8>(), 0..64), ".{0,12}", ".{0,12}"),
-        (any::<i32>(), any::<i32>(), ".{0,16}", any::<i64>(), any::<i64>()),
-        (".{0,12}", any::<i64>(), any::<i64>(), any::<i64>(), ".{0,8}"),
+        (
+            ".{0,12}",
+            proptest::collection::vec(any::<u8>(), 0..64),
+            ".{0,12}",
+            ".{0,12}",
+        ),
+        (
+            any::<i32>(),
+            any::<i32>(),
+            ".{0,16}",
+            any::<i64>(),
+            any::<i64>(),
+        ),
+        (
+            ".{0,12}",
+            any::<i64>(),
+            any::<i64>(),
+            any::<i64>(),
+            ".{0,8}",
+        ),
         proptest::collection::btree_map(".{0,6}", ".{0,6}", 0..4),
     )
         .prop_map(
@@ -46,7 +63,12 @@ fn task_message() -> impl Strategy<Value = TaskMessage> {
 /// largest protobuf tag), of any wire type but groups, as encoded bytes.
 fn unknown_field() -> impl Strategy<Value = Vec<u8>> {
     use prost::encoding::{WireType, encode_key, encode_varint};
-    (16u32..=536_870_911, 0u8..4, any::<u64>(), proptest::collection::vec(any::<u8>(), 0..20))
+    (
+        16u32..=536_870_911,
+        0u8..4,
+        any::<u64>(),
+        proptest::collection::vec(any::<u8>(), 0..20),
+    )
         .prop_map(|(tag, kind, n, bytes)| {
             let mut out = Vec::new();
             match kind {
