@@ -78,18 +78,29 @@ impl Recorder {
 }
 
 /// Enqueues `n` tasks of type `chaos:task` to `queue` (payload = their
-/// index) and returns their ids in order.
+/// index, id `<queue>-<index>`) and returns their ids in order. An enqueue
+/// that fails (a reply timeout on a loaded machine) is tried again with the
+/// same id, so a retry never makes a second task.
 pub async fn enqueue_n(client: &Client, queue: &str, n: usize) -> Vec<String> {
     let mut ids = Vec::with_capacity(n);
     for i in 0..n {
-        let info = client
-            .enqueue(
-                &Task::new("chaos:task", i.to_string().into_bytes()),
-                EnqueueOptions::new().queue(queue),
-            )
-            .await
-            .expect("enqueue");
-        ids.push(info.id);
+        let id = format!("{queue}-{i}");
+        let task = Task::new("chaos:task", i.to_string().into_bytes());
+        let mut tries = 0;
+        loop {
+            match client
+                .enqueue(&task, EnqueueOptions::new().queue(queue).task_id(&id))
+                .await
+            {
+                Ok(_) | Err(asynqdeck::Error::TaskIdConflict) => break,
+                Err(e) => {
+                    tries += 1;
+                    assert!(tries < 20, "enqueue {id}: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        ids.push(id);
     }
     ids
 }
@@ -116,8 +127,12 @@ where
 /// A raw connection for the scenario's own reads (a new one per call, so a
 /// killed connection never sticks).
 pub async fn raw(url: &str) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+    // A generous reply timeout: the machine may be loaded (the library's
+    // own connections keep their defaults).
+    let config =
+        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
     redis::Client::open(url)?
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
 }
 

@@ -89,9 +89,13 @@ pub fn run_role() -> ! {
         .build()
         .unwrap();
     rt.block_on(async move {
+        // A reply timeout would fail a handler whose write did land (then
+        // it runs again): a long one, the machine may be loaded.
+        let config =
+            redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
         let redis = redis::Client::open(spec.url.as_str())
             .unwrap()
-            .get_multiplexed_async_connection()
+            .get_multiplexed_async_connection_with_config(&config)
             .await
             .expect("worker: connect to Redis");
         let mut mux = ServeMux::new();
