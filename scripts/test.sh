@@ -29,6 +29,8 @@ echo "==> cargo fmt --check"
 cargo fmt --check
 echo "==> cargo clippy --all-targets -- -D warnings"
 cargo clippy --quiet --all-targets -- -D warnings
-echo "==> cargo test"
-cargo test --all-targets
+echo "==> cargo test (unit, integration, browser)"
+cargo test --lib --bins --examples --test integration --test browser
+echo "==> chaos suite (tests/chaos; RELIABILITY.md)"
+cargo test --test chaos
 cargo test --doc

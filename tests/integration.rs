@@ -11,6 +11,7 @@ mod inspector_queues;
 mod inspector_tasks;
 mod interop;
 mod maintenance;
+mod props_routes;
 mod reliability_web;
 mod server_interop;
 mod server_seeds;

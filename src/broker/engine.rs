@@ -537,3 +537,7 @@ impl Broker {
             .await?)
     }
 }
+
+/// Property tests of the script reply parsers (issue 12).
+#[cfg(test)]
+mod reply_props;

@@ -230,3 +230,7 @@ mod tests {
         );
     }
 }
+
+/// Property tests of the script reply parsers (issue 12).
+#[cfg(test)]
+mod reply_props;

@@ -33,6 +33,10 @@ mod tasks;
 mod tracking;
 mod waiter;
 
+/// Arbitrary Redis replies for the reply parsers' property tests.
+#[cfg(test)]
+mod test_values;
+
 pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
 pub use engine::{
     DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_BATCH_MAX, LEASE_DURATION, Leased,

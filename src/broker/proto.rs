@@ -460,3 +460,7 @@ mod tests {
         assert!(WireTask::decode(&[0x0a, 0x05, b'a']).is_err());
     }
 }
+
+/// Property tests: decode, round trip, unknown fields (issue 12).
+#[cfg(test)]
+mod props;

@@ -1205,3 +1205,7 @@ impl Broker {
         }
     }
 }
+
+/// Property tests of the script reply parsers (issue 12).
+#[cfg(test)]
+mod reply_props;

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod routes;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 )
 
 // handledTaskJSON is the line printed for every task handed to the handler.
@@ -111,6 +112,8 @@ func cmdWork(conn asynq.RedisConnOpt, args []string) error {
 	groupGrace := fs.Duration("group-grace-period", 0, "Config.GroupGracePeriod")
 	groupMaxDelay := fs.Duration("group-max-delay", 0, "Config.GroupMaxDelay")
 	groupMaxSize := fs.Int("group-max-size", 0, "Config.GroupMaxSize")
+	recordAttempts := fs.String("record-attempts", "", "hash key: HINCRBY KEY <task id> 1 when a handler call starts (chaos suite)")
+	recordDone := fs.String("record-done", "", "hash key: HINCRBY KEY <task id> 1 when a handler call returns nil (chaos suite)")
 	aggregate := fs.Bool("aggregate", false, "set a GroupAggregator: one task of type \"aggregated\" whose payload is the group's payloads joined by \"\\n\"")
 
 	given, err := parseFlags(fs, args)
@@ -161,6 +164,20 @@ func cmdWork(conn asynq.RedisConnOpt, args []string) error {
 		cfg.GroupAggregator = asynq.GroupAggregatorFunc(aggregateGroup)
 	}
 
+	var recorder redis.UniversalClient
+	if *recordAttempts != "" || *recordDone != "" {
+		recorder = conn.MakeRedisClient().(redis.UniversalClient)
+		defer recorder.Close()
+	}
+	// record adds one to field id of hash key (when key is set); a failed
+	// write fails the handler call, so the task is retried.
+	record := func(ctx context.Context, key, id string) error {
+		if key == "" {
+			return nil
+		}
+		return recorder.HIncrBy(context.WithoutCancel(ctx), key, id, 1).Err()
+	}
+
 	srv := asynq.NewServer(conn, cfg)
 	done := make(chan struct{})
 	var (
@@ -203,7 +220,13 @@ func cmdWork(conn asynq.RedisConnOpt, args []string) error {
 			fmt.Fprintf(os.Stderr, "asynq-peer: cannot write task line: %v\n", err)
 		}
 		defer finished()
-		return behave(ctx, t)
+		if err := record(ctx, *recordAttempts, id); err != nil {
+			return err
+		}
+		if err := behave(ctx, t); err != nil {
+			return err
+		}
+		return record(ctx, *recordDone, id)
 	})
 
 	// Fail fast (as a JSON error) when Redis is unreachable; Start itself
