@@ -14,6 +14,7 @@ mod maintenance;
 mod server_interop;
 mod server_seeds;
 mod server_smoke;
+mod reliability_recovery;
 mod servers;
 mod web_api;
 mod web_pages;

@@ -43,6 +43,8 @@ pub use task_error::{
 
 mod fetch_thread;
 #[doc(hidden)]
+pub mod discovery;
+#[doc(hidden)]
 pub mod forwarder;
 #[doc(hidden)]
 pub mod healthcheck;

@@ -27,6 +27,9 @@ use crate::task::Task;
 /// Go's recoverer interval: 1 minute (hard-coded; wire spec §7.1).
 pub const DEFAULT_RECOVER_INTERVAL: Duration = Duration::from_secs(60);
 
+/// Scaffolding (R4): how long an active id must stay lease-less.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(30);
+
 /// What one recoverer pass did, summed over the queues.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecoverOutcome {
@@ -40,6 +43,10 @@ pub struct RecoverOutcome {
     pub corrupt: u64,
     /// Stale aggregation sets given back to their groups.
     pub reclaimed_sets: u64,
+    /// Scaffolding (R4).
+    pub orphans_leased: u64,
+    /// Scaffolding (R4).
+    pub orphans_dropped: u64,
 }
 
 /// Retries or archives the lease-expired tasks of the server's queues.
@@ -80,6 +87,21 @@ impl Recoverer {
             retry_delay_func,
             is_failure,
         }
+    }
+
+    /// Scaffolding (R8): queues watched between passes.
+    pub fn watched_queues(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Scaffolding (R8): the next wake.
+    pub fn next_wake(&self) -> chrono::DateTime<chrono::Utc> {
+        self.broker.now() + chrono::Duration::from_std(self.interval).expect("interval")
+    }
+
+    /// Scaffolding (R8): between passes.
+    pub async fn poll(&self) -> Result<RecoverOutcome> {
+        Ok(RecoverOutcome::default())
     }
 
     /// One pass at once, then one every `interval`, until `shutdown` is
