@@ -369,19 +369,23 @@ async fn r4_orphan_scan_is_bounded_on_a_large_active_list() {
 
 /// R8: tasks of a Go worker killed with SIGKILL mid-flight come back (to
 /// retry, `asynq: task lease expired`) within 5 s after their lease plus
-/// the 30 s grace have passed, not at the next 60 s recoverer pass. The
-/// recoverer runs its real `run` loop on a simulated clock: it is started
-/// first (its first pass is seen done when a probe task with an old lease
-/// is recovered), then the clock jumps to the last lease + 30 s.
+/// the 30 s grace have passed, not at the next 60 s full pass. The
+/// recoverer runs its real `run` loop on a simulated clock that starts at
+/// T = 5 s before real time (so every Go lease, taken at real time + 30 s,
+/// ends after T + 30 s). Each full pass is seen done when a probe task
+/// recoverable by it comes back: probe 1 (lease T − 600 s) at the first
+/// pass, probe 2 (lease T + 25 s) at the second, at T + 60 s, which leaves
+/// the Go tasks active. Then the clock goes to the last Go lease + 30 s,
+/// well before the third full pass (T + 120 s).
 #[tokio::test]
 async fn r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace() {
-    let now = DateTime::from_timestamp(Utc::now().timestamp(), 0).unwrap();
-    let mut env = setup_at(now).await;
+    let t = DateTime::from_timestamp(Utc::now().timestamp() - 5, 0).unwrap();
+    let mut env = setup_at(t).await;
     let q = "crash";
     const N: usize = 20;
     let mut ids = BTreeSet::new();
     for i in 0..N {
-        let t = env
+        let task = env
             .client
             .enqueue(
                 &Task::new("slow", format!("{i}").into_bytes()),
@@ -389,17 +393,22 @@ async fn r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace() {
             )
             .await
             .unwrap();
-        ids.insert(t.id);
+        ids.insert(task.id);
     }
-    // The probe: leased long ago, so the first pass recovers it at once.
-    env.client
-        .enqueue(&Task::new("probe", b"p".to_vec()), EnqueueOptions::new().queue("probe"))
-        .await
-        .unwrap();
-    env.broker
-        .dequeue("probe", 1, now - secs(600))
-        .await
-        .unwrap();
+    for until in [t - secs(600), t + secs(25)] {
+        env.client
+            .enqueue(&Task::new("probe", b"p".to_vec()), EnqueueOptions::new().queue("probe"))
+            .await
+            .unwrap();
+        env.broker.dequeue("probe", 1, until).await.unwrap();
+    }
+    let probes_back = |n: i64| {
+        let inspector = env.inspector.clone();
+        support::eventually(Duration::from_secs(20), move || {
+            let inspector = inspector.clone();
+            async move { (inspector.queue_info("probe").await.ok()?.retry == n).then_some(()) }
+        })
+    };
 
     let shutdown = CancellationToken::new();
     let run = tokio::spawn(
@@ -412,15 +421,9 @@ async fn r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace() {
         )
         .run(shutdown.clone()),
     );
-    support::eventually(Duration::from_secs(20), || {
-        let inspector = env.inspector.clone();
-        async move {
-            let n = inspector.queue_info("probe").await.ok()?.retry;
-            (n == 1).then_some(())
-        }
-    })
-    .await
-    .expect("first recoverer pass done (probe recovered)");
+    probes_back(1)
+        .await
+        .expect("first full pass done (probe 1 recovered)");
 
     let worker = env.db.peer_spawn(&[
         "work",
@@ -449,8 +452,16 @@ async fn r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace() {
         .await
         .unwrap();
     let last_lease = leases.iter().map(|(_, s)| *s).max().unwrap();
+    assert!(leases.iter().all(|(_, s)| *s > (t + secs(30)).timestamp()));
+    assert!(last_lease + 30 < (t + secs(120)).timestamp());
 
-    // Lease + grace passed for every task: within 5 s they must be back.
+    env.clock.set(t + secs(60));
+    probes_back(2)
+        .await
+        .expect("second full pass done at T + 60 s (probe 2 recovered)");
+    assert_eq!(env.inspector.queue_info(q).await.unwrap().active, N as i64);
+
+    // Lease + grace passed for every Go task: within 5 s they must be back.
     env.clock
         .set(DateTime::from_timestamp(last_lease + 30, 0).unwrap());
     let back = support::eventually(Duration::from_secs(10), || {
