@@ -156,7 +156,11 @@ async fn r4_active_id_without_lease_is_retried_after_grace() {
         }
     );
     let info = env.inspector.get_task_info(q, &orphan).await.unwrap();
-    assert_eq!(info.state, TaskState::Retry, "lease-less task not recovered");
+    assert_eq!(
+        info.state,
+        TaskState::Retry,
+        "lease-less task not recovered"
+    );
     assert_eq!(info.retried, 1);
     assert_eq!(info.last_err, "asynq: task lease expired");
     assert_eq!(active_ids(&mut env.conn, q).await, vec![late.clone()]);
@@ -179,7 +183,11 @@ async fn r4_active_id_without_hash_is_dropped_after_grace() {
         .unwrap();
     let _: i64 = env
         .conn
-        .zadd(keys::lease_key(q), "ghost-leased", (t0() - secs(600)).timestamp())
+        .zadd(
+            keys::lease_key(q),
+            "ghost-leased",
+            (t0() - secs(600)).timestamp(),
+        )
         .await
         .unwrap();
     let _: i64 = env.conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
@@ -188,11 +196,7 @@ async fn r4_active_id_without_hash_is_dropped_after_grace() {
         .enqueue(&Task::new("live", b"l".to_vec()), EnqueueOptions::new())
         .await
         .unwrap();
-    let leased = env
-        .broker
-        .dequeue(q, 1, t0() + secs(600))
-        .await
-        .unwrap();
+    let leased = env.broker.dequeue(q, 1, t0() + secs(600)).await.unwrap();
     assert_eq!(leased.len(), 1);
     let r = recoverer(&env, &[q]);
 
@@ -257,7 +261,10 @@ async fn r4_lease_less_active_task_shows_orphaned() {
         ]
     );
     let info = env.inspector.get_task_info(q, &lease_less).await.unwrap();
-    assert!(info.is_orphaned, "task page must show a lease-less task as orphaned");
+    assert!(
+        info.is_orphaned,
+        "task page must show a lease-less task as orphaned"
+    );
     let rows_by_type = |ty: &str| {
         rows.iter()
             .filter_map(|r| r.task())
@@ -268,8 +275,20 @@ async fn r4_lease_less_active_task_shows_orphaned() {
     };
     let expired = rows_by_type("expired");
     let live = rows_by_type("live");
-    assert!(env.inspector.get_task_info(q, &expired).await.unwrap().is_orphaned);
-    assert!(!env.inspector.get_task_info(q, &live).await.unwrap().is_orphaned);
+    assert!(
+        env.inspector
+            .get_task_info(q, &expired)
+            .await
+            .unwrap()
+            .is_orphaned
+    );
+    assert!(
+        !env.inspector
+            .get_task_info(q, &live)
+            .await
+            .unwrap()
+            .is_orphaned
+    );
 }
 
 /// R4: the orphan scan reads `active` in bounded chunks: with 20,000
@@ -290,7 +309,10 @@ async fn r4_orphan_scan_is_bounded_on_a_large_active_list() {
     // The orphan at the tail (oldest end), then 20,000 leased ids.
     let client = Client::from_broker(broker.clone());
     let orphan = client
-        .enqueue(&Task::new("orphan", b"o".to_vec()), EnqueueOptions::new().queue(q))
+        .enqueue(
+            &Task::new("orphan", b"o".to_vec()),
+            EnqueueOptions::new().queue(q),
+        )
         .await
         .unwrap()
         .id;
@@ -397,7 +419,10 @@ async fn r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace() {
     }
     for until in [t - secs(600), t + secs(25)] {
         env.client
-            .enqueue(&Task::new("probe", b"p".to_vec()), EnqueueOptions::new().queue("probe"))
+            .enqueue(
+                &Task::new("probe", b"p".to_vec()),
+                EnqueueOptions::new().queue("probe"),
+            )
             .await
             .unwrap();
         env.broker.dequeue("probe", 1, until).await.unwrap();
@@ -500,7 +525,10 @@ async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
     }
     queues.push("busy".into());
     env.client
-        .enqueue(&Task::new("t", b"x".to_vec()), EnqueueOptions::new().queue("busy"))
+        .enqueue(
+            &Task::new("t", b"x".to_vec()),
+            EnqueueOptions::new().queue("busy"),
+        )
         .await
         .unwrap();
     // Leased at t0 - 27 s: lease until t0 + 3 s, recoverable at t0 + 33 s.
@@ -527,7 +555,10 @@ async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
     assert_eq!(r.next_wake(), t0() + secs(33), "lease + 30 s grace");
     env.clock.set(t0() + secs(32));
     assert_eq!(r.poll().await.unwrap(), RecoverOutcome::default());
-    assert_eq!(state_of(&env, "busy", &leased.msg.id).await, TaskState::Active);
+    assert_eq!(
+        state_of(&env, "busy", &leased.msg.id).await,
+        TaskState::Active
+    );
     env.clock.set(t0() + secs(33));
     assert_eq!(
         r.poll().await.unwrap(),
@@ -536,7 +567,10 @@ async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
             ..RecoverOutcome::default()
         }
     );
-    assert_eq!(state_of(&env, "busy", &leased.msg.id).await, TaskState::Retry);
+    assert_eq!(
+        state_of(&env, "busy", &leased.msg.id).await,
+        TaskState::Retry
+    );
     assert!(r.watched_queues().is_empty());
     assert_eq!(r.next_wake(), t0() + secs(60), "next full pass");
 }
@@ -546,10 +580,8 @@ async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
 /// Every key whose name holds `{<queue>}`, found with SCAN.
 async fn keys_of(conn: &mut MultiplexedConnection, queue: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    let mut iter: redis::AsyncIter<String> = conn
-        .scan_match(format!("*{{{queue}}}*"))
-        .await
-        .unwrap();
+    let mut iter: redis::AsyncIter<String> =
+        conn.scan_match(format!("*{{{queue}}}*")).await.unwrap();
     while let Some(k) = iter.next_item().await {
         found.insert(k.unwrap());
     }
@@ -566,11 +598,17 @@ async fn r14_force_delete_removes_every_key_of_the_queue() {
     let q = "doomed";
     let opts = || EnqueueOptions::new().queue(q).max_retry(1);
     env.client
-        .enqueue(&Task::new("p", b"1".to_vec()), opts().unique(Duration::from_secs(3600)))
+        .enqueue(
+            &Task::new("p", b"1".to_vec()),
+            opts().unique(Duration::from_secs(3600)),
+        )
         .await
         .unwrap();
     env.client
-        .enqueue(&Task::new("s", b"2".to_vec()), opts().process_in(Duration::from_secs(600)))
+        .enqueue(
+            &Task::new("s", b"2".to_vec()),
+            opts().process_in(Duration::from_secs(600)),
+        )
         .await
         .unwrap();
     env.client
@@ -589,7 +627,11 @@ async fn r14_force_delete_removes_every_key_of_the_queue() {
         let t = t.unwrap();
         match t.msg.r#type.as_str() {
             "p" => env.broker.requeue(&t.msg).await.unwrap(),
-            "r" => env.broker.retry(&t, t0() + secs(60), "e", true).await.unwrap(),
+            "r" => env
+                .broker
+                .retry(&t, t0() + secs(60), "e", true)
+                .await
+                .unwrap(),
             "a" => env.broker.archive(&t, "e").await.unwrap(),
             "c" => env.broker.mark_as_complete(&t).await.unwrap(),
             other => panic!("unexpected {other}"),
@@ -608,10 +650,17 @@ async fn r14_force_delete_removes_every_key_of_the_queue() {
         .set(keys::processed_key(q, yesterday), 7)
         .await
         .unwrap();
-    let _: () = env.conn.set(keys::failed_key(q, yesterday), 3).await.unwrap();
+    let _: () = env
+        .conn
+        .set(keys::failed_key(q, yesterday), 3)
+        .await
+        .unwrap();
     // A neighbour queue that must survive.
     env.client
-        .enqueue(&Task::new("keep", b"k".to_vec()), EnqueueOptions::new().queue("kept"))
+        .enqueue(
+            &Task::new("keep", b"k".to_vec()),
+            EnqueueOptions::new().queue("kept"),
+        )
         .await
         .unwrap();
     env.inspector.pause_queue("kept").await.unwrap();
@@ -630,7 +679,10 @@ async fn r14_force_delete_removes_every_key_of_the_queue() {
     env.inspector.delete_queue(q, true).await.unwrap();
     assert_eq!(keys_of(&mut env.conn, q).await, BTreeSet::new());
     assert_eq!(keys_of(&mut env.conn, "kept").await, kept_before);
-    assert_eq!(env.inspector.queues().await.unwrap(), vec!["kept".to_string()]);
+    assert_eq!(
+        env.inspector.queues().await.unwrap(),
+        vec!["kept".to_string()]
+    );
 }
 
 /// R14: Go ≥ 0.25 producers cache a queue's registration, so after a queue
@@ -676,7 +728,10 @@ async fn r14_go_producer_queue_reappears_unpaused_after_force_delete() {
     .await
     .expect("the Go producer keeps enqueuing");
     let listed: bool = conn.sismember(keys::ALL_QUEUES, q).await.unwrap();
-    assert!(!listed, "Go producer re-registered the queue: the test proves nothing");
+    assert!(
+        !listed,
+        "Go producer re-registered the queue: the test proves nothing"
+    );
 
     let shutdown = CancellationToken::new();
     let engine = tokio::spawn(
@@ -692,12 +747,22 @@ async fn r14_go_producer_queue_reappears_unpaused_after_force_delete() {
     );
     let back = support::eventually(Duration::from_secs(60), || {
         let inspector = inspector.clone();
-        async move { inspector.queues().await.ok()?.contains(&q.to_string()).then_some(()) }
+        async move {
+            inspector
+                .queues()
+                .await
+                .ok()?
+                .contains(&q.to_string())
+                .then_some(())
+        }
     })
     .await;
     shutdown.cancel();
     engine.await.unwrap();
-    assert!(back.is_some(), "queue with tasks not listed again within a minute");
+    assert!(
+        back.is_some(),
+        "queue with tasks not listed again within a minute"
+    );
     let info = inspector.queue_info(q).await.unwrap();
     assert!(!info.paused, "rediscovered queue is still paused");
     assert!(info.pending >= 1);
@@ -722,7 +787,10 @@ async fn r14_discovery_restores_a_queue_missing_from_the_registry() {
     let () = pipe.query_async(&mut conn).await.unwrap();
     for q in ["listed", "lost"] {
         client
-            .enqueue(&Task::new("t", b"x".to_vec()), EnqueueOptions::new().queue(q))
+            .enqueue(
+                &Task::new("t", b"x".to_vec()),
+                EnqueueOptions::new().queue(q),
+            )
             .await
             .unwrap();
     }
@@ -751,7 +819,10 @@ async fn r14_discovery_restores_a_queue_missing_from_the_registry() {
     // A queue left with only counters (no task) is not brought back.
     let _: i64 = conn.srem(keys::ALL_QUEUES, "listed").await.unwrap();
     let _: () = conn.del(keys::pending_key("listed")).await.unwrap();
-    let _: () = conn.set(keys::processed_total_key("listed"), 5).await.unwrap();
+    let _: () = conn
+        .set(keys::processed_total_key("listed"), 5)
+        .await
+        .unwrap();
     loop {
         let out = discovery.tick().await.unwrap();
         assert!(out.restored.is_empty(), "restored {:?}", out.restored);

@@ -1223,6 +1223,11 @@ fn daily_counter_keys(queue: &str, now: chrono::DateTime<chrono::Utc>) -> Vec<St
     let today = now.date_naive();
     (-days..=1)
         .filter_map(|d| today.checked_add_signed(chrono::Duration::days(d)))
-        .flat_map(|day| [keys::processed_key(queue, day), keys::failed_key(queue, day)])
+        .flat_map(|day| {
+            [
+                keys::processed_key(queue, day),
+                keys::failed_key(queue, day),
+            ]
+        })
         .collect()
 }

@@ -41,9 +41,9 @@ pub use task_error::{
     retry_after,
 };
 
-mod fetch_thread;
 #[doc(hidden)]
 pub mod discovery;
+mod fetch_thread;
 #[doc(hidden)]
 pub mod forwarder;
 #[doc(hidden)]

@@ -281,7 +281,9 @@ impl Recoverer {
             let _ = self.poll().await;
             let wake = self.next_wake().max(passed_at + chrono_of(MIN_WAKE_GAP));
             loop {
-                let left = (wake - self.broker.now()).to_std().unwrap_or(Duration::ZERO);
+                let left = (wake - self.broker.now())
+                    .to_std()
+                    .unwrap_or(Duration::ZERO);
                 if left.is_zero() {
                     break;
                 }
