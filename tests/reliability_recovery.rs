@@ -291,100 +291,53 @@ async fn r4_lease_less_active_task_shows_orphaned() {
     );
 }
 
-/// R4: the orphan scan reads `active` in bounded chunks: with 20,000
-/// healthy leased ids and one lease-less id at the oldest end, no Redis call
-/// of the passes takes 10 ms or more (SLOWLOG, threshold 10 ms), and the
-/// orphan is still found.
+/// R4: the orphan scan reads `active` in bounded chunks: one call reads
+/// 100 ids, and one full pass reads 10 chunks per queue, wherever it stands
+/// in a long list. With 5,000 hash-less ids in `active`, each pass after
+/// the grace drops exactly the 1,000 ids the previous pass saw, and the
+/// cursor goes on from where it stopped (ids dropped behind it are allowed
+/// for), so five more passes empty the list.
 #[tokio::test]
-async fn r4_orphan_scan_is_bounded_on_a_large_active_list() {
-    let db = support::private_redis();
-    let clock = SimulatedClock::new(t0());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
-    let mut conn = db.raw().await;
+async fn r4_orphan_scan_reads_active_in_bounded_chunks() {
+    let mut env = setup_at(t0()).await;
     let q = "big";
-    let _: i64 = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
-    // The orphan at the tail (oldest end), then 20,000 leased ids.
-    let client = Client::from_broker(broker.clone());
-    let orphan = client
-        .enqueue(
-            &Task::new("orphan", b"o".to_vec()),
-            EnqueueOptions::new().queue(q),
-        )
-        .await
-        .unwrap()
-        .id;
-    let _: Option<String> = conn
-        .rpoplpush(keys::pending_key(q), keys::active_key(q))
-        .await
-        .unwrap();
-    let until = (t0() + secs(3600)).timestamp();
-    for chunk in 0..20 {
-        let mut pipe = redis::pipe();
-        for i in 0..1000 {
-            let id = format!("live-{chunk}-{i}");
-            pipe.cmd("HSET")
-                .arg(keys::task_key(q, &id))
-                .arg("state")
-                .arg("active")
-                .ignore();
-            pipe.cmd("LPUSH").arg(keys::active_key(q)).arg(&id).ignore();
-            pipe.cmd("ZADD")
-                .arg(keys::lease_key(q))
-                .arg(until)
-                .arg(&id)
-                .ignore();
-        }
-        let () = pipe.query_async(&mut conn).await.unwrap();
+    let _: i64 = env.conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
+    for chunk in 0..5 {
+        let ids: Vec<String> = (0..1000).map(|i| format!("gone-{chunk}-{i:04}")).collect();
+        let _: i64 = env.conn.lpush(keys::active_key(q), &ids).await.unwrap();
     }
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("slowlog-log-slower-than")
-        .arg(10_000)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let () = redis::cmd("SLOWLOG")
-        .arg("RESET")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let first = env.broker.scan_active(q, 0).await.unwrap();
+    assert_eq!(first.len, 5000);
+    assert_eq!(first.suspects.len(), 100, "one call reads 100 ids");
+    // From the tail: the 100 oldest ids, the first pushed.
+    let mut seen: Vec<String> = first.suspects.iter().map(|(id, _)| id.clone()).collect();
+    seen.sort();
+    let oldest: Vec<String> = (0..100).map(|i| format!("gone-0-{i:04}")).collect();
+    assert_eq!(seen, oldest);
+    assert!(
+        first.suspects.iter().all(|(_, l)| l.lease && l.task),
+        "hash-less lease-less ids lack both"
+    );
 
-    let r = Recoverer::new(
-        broker.clone(),
-        vec![q.into()],
-        Duration::from_secs(60),
-        zero_delay(),
-        always_failure(),
-    );
-    r.tick().await.unwrap();
-    clock.set(t0() + chrono::Duration::from_std(ORPHAN_GRACE).unwrap());
-    let out = r.tick().await.unwrap();
-    assert_eq!(out.orphans_leased, 1);
-    assert_eq!(out.retried, 1);
-    let inspector = Inspector::from_broker(broker.clone());
-    assert_eq!(
-        inspector.get_task_info(q, &orphan).await.unwrap().state,
-        TaskState::Retry
-    );
-    // A full cycle over the list, so every chunk is read once.
-    for _ in 0..30 {
-        r.tick().await.unwrap();
+    let r = recoverer(&env, &[q]);
+    assert_eq!(r.tick().await.unwrap(), RecoverOutcome::default());
+    let mut left = 5000;
+    for pass in 1..=5 {
+        env.clock
+            .set(t0() + secs(30 * pass) + chrono::Duration::from_std(ORPHAN_GRACE).unwrap());
+        let out = r.tick().await.unwrap();
+        assert_eq!(
+            out,
+            RecoverOutcome {
+                orphans_dropped: 1000,
+                ..RecoverOutcome::default()
+            },
+            "pass {pass}"
+        );
+        left -= 1000;
+        let len: usize = env.conn.llen(keys::active_key(q)).await.unwrap();
+        assert_eq!(len, left, "pass {pass}");
     }
-    let slow: i64 = redis::cmd("SLOWLOG")
-        .arg("LEN")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let entries: redis::Value = redis::cmd("SLOWLOG")
-        .arg("GET")
-        .arg(5)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(slow, 0, "Redis calls of 10 ms or more: {entries:?}");
 }
 
 // ---------------------------------------------------------------- R8

@@ -396,6 +396,8 @@ impl Recoverer {
         let due = self.state().orphans.take_due(queue, seen_by);
         let expired_at = now - chrono_of(RECOVER_CUTOFF);
         let mut ids = due.into_iter();
+        let mut dropped = 0;
+        let mut result = Ok(());
         while let Some(id) = ids.next() {
             match self.broker.adopt_orphan(queue, &id, expired_at).await {
                 Ok(Adopted::Leased) => {
@@ -405,19 +407,27 @@ impl Recoverer {
                 Ok(Adopted::Dropped) => {
                     tracing::warn!(queue = %queue, id = %id, "recoverer: dropped an active id whose task hash is gone");
                     out.orphans_dropped += 1;
+                    dropped += 1;
                 }
                 Ok(Adopted::Healthy) => {}
                 Err(e) => {
                     let mut st = self.state();
                     st.orphans.put_back(queue, id, seen_by);
-                    for rest in ids {
+                    for rest in ids.by_ref() {
                         st.orphans.put_back(queue, rest, seen_by);
                     }
-                    return Err(e);
+                    result = Err(e);
                 }
             }
         }
-        Ok(())
+        // The dropped ids were seen, so most sat behind the cursor (nearer
+        // the tail): the ids beyond moved that many places tailwards.
+        if dropped > 0 {
+            let mut st = self.state();
+            let cursor = st.orphans.cursor(queue).saturating_sub(dropped);
+            st.orphans.set_cursor(queue, cursor);
+        }
+        result
     }
 
     /// Recovers the lease-expired tasks of one queue, then plans its next
