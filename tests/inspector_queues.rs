@@ -580,7 +580,7 @@ async fn delete_queue_refuses_non_empty_queue() {
 }
 
 /// §9.5: an empty queue is deleted without force: it leaves `asynq:queues`,
-/// while its counters and paused flag stay (as Go).
+/// and its counters and paused flag go too (issue 12 R14; Go keeps them).
 #[tokio::test]
 async fn delete_empty_queue_without_force() {
     let db = support::redis();
@@ -591,10 +591,7 @@ async fn delete_empty_queue_without_force() {
     inspector.pause_queue(q).await.unwrap();
     inspector.delete_queue(q, false).await.unwrap();
     assert_eq!(inspector.queues().await.unwrap(), Vec::<String>::new());
-    assert_eq!(
-        queue_keys(&mut conn, q).await,
-        ["asynq:{empty}:paused", "asynq:{empty}:processed"]
-    );
+    assert_eq!(queue_keys(&mut conn, q).await, Vec::<String>::new());
     assert!(matches!(
         inspector.queue_info(q).await,
         Err(Error::QueueNotFound { .. })
@@ -623,8 +620,8 @@ async fn force_delete_refuses_active_tasks() {
 /// §9.5 forced delete (with the §14.11 deviation): hundreds of tasks in
 /// every inactive state — more than one 100-id chunk — are deleted with
 /// their hashes, as are completed tasks, groups, aggregation sets and the
-/// stale lease; only the counters and the paused flag remain; another
-/// queue is untouched.
+/// stale lease, and (issue 12 R14, unlike Go) the counters and the paused
+/// flag; another queue is untouched.
 #[tokio::test]
 async fn force_delete_removes_every_task_key() {
     let db = support::redis();
@@ -678,15 +675,8 @@ async fn force_delete_removes_every_task_key() {
     seed(&mut conn, "other", "keep", "pending").await;
 
     inspector.delete_queue(q, true).await.unwrap();
-    assert_eq!(
-        queue_keys(&mut conn, q).await,
-        [
-            "asynq:{doomed}:failed",
-            "asynq:{doomed}:paused",
-            "asynq:{doomed}:processed",
-            "asynq:{doomed}:processed:2026-03-10",
-        ]
-    );
+    // Counters and the paused flag go too (issue 12 R14; Go keeps them).
+    assert_eq!(queue_keys(&mut conn, q).await, Vec::<String>::new());
     assert_eq!(inspector.queues().await.unwrap(), ["other"]);
     assert_eq!(
         queue_keys(&mut conn, "other").await,

@@ -299,8 +299,10 @@ async fn active_listing_marks_expired_leases() {
     let orphaned: Vec<bool> = rows.iter().map(|r| task(r).is_orphaned).collect();
     assert_eq!(orphaned, [true, true, false]);
     assert!(rows.iter().all(|r| task(r).next_process_at.is_none()));
-    // GetTaskInfo never reports orphans (§9.2).
-    assert!(!insp.get_task_info("q", "gone").await.unwrap().is_orphaned);
+    // Unlike Go's GetTaskInfo (never, §9.2), task info reports an expired
+    // lease as orphaned too (issue 12 R4).
+    assert!(insp.get_task_info("q", "gone").await.unwrap().is_orphaned);
+    assert!(!insp.get_task_info("q", "live").await.unwrap().is_orphaned);
 }
 
 /// §9.1: aggregating tasks are listed per group by ascending time added;

@@ -14,18 +14,22 @@
 //! mutations), `servers.rs` (servers, workers, scheduler entries, cancel),
 //! `pubsub.rs` (the `asynq:cancel` subscription), `info.rs` (`INFO` and
 //! cluster facts for the Redis page), `samples.rs` (asynqdeck's
-//! own outage-signal series, `asynqdeck:{<queue>}:samples`).
+//! own outage-signal series, `asynqdeck:{<queue>}:samples`), `recovery.rs`
+//! (the recoverer's orphan scan and lease schedule, issue 12 R4/R8),
+//! `discovery.rs` (finding queues missing from `asynq:queues`, R14).
 
 pub mod keys;
 pub mod proto;
 pub(crate) mod scripts;
 
 mod conn;
+mod discovery;
 mod engine;
 mod enqueue;
 mod info;
 mod pubsub;
 mod queues;
+mod recovery;
 mod results;
 mod samples;
 mod servers;
@@ -38,12 +42,14 @@ mod waiter;
 mod test_values;
 
 pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
+pub use discovery::{DISCOVERY_SCAN_COUNT, queue_of_container_key};
 pub use engine::{
     DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_BATCH_MAX, LEASE_DURATION, Leased,
     RECOVER_BATCH, STATS_TTL,
 };
 pub use enqueue::EnqueueTarget;
 pub(crate) use queues::{KeyKinds, QueueStats, StatsRequest};
+pub use recovery::{ActiveChunk, Adopted, Lacks, ORPHAN_SCAN_CHUNK};
 pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
 pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
 pub(crate) use tracking::StatsTracking;

@@ -1159,8 +1159,11 @@ impl Broker {
     /// with `force` every task but active ones is deleted with its hash.
     /// Unlike Go, completed and aggregating tasks (group zsets, the groups
     /// set, aggregation sets) count as tasks and are deleted when forced
-    /// (Go ignores them and orphans their keys, §14.11). Counters, the paused
-    /// flag and uniqueness locks stay, as in Go.
+    /// (Go ignores them and orphans their keys, §14.11), and every other key
+    /// of the queue goes too (issue 12 R14; Go keeps them): the paused flag,
+    /// the all-time and daily counters (every day of the last
+    /// [`STATS_TTL`](super::STATS_TTL) + 2), the outage samples and the
+    /// uniqueness locks the deleted tasks held.
     ///
     /// Errors: [`Error::QueueNotFound`]; [`Error::QueueNotEmpty`] (not
     /// forced, tasks remain); [`Error::FailedPrecondition`] `cannot remove
@@ -1179,6 +1182,11 @@ impl Broker {
             .key(keys::completed_key(queue))
             .key(keys::all_groups_key(queue))
             .key(keys::all_aggregation_sets_key(queue))
+            .key(keys::paused_key(queue))
+            .key(keys::processed_total_key(queue))
+            .key(keys::failed_total_key(queue))
+            .key(super::samples_key(queue))
+            .key(daily_counter_keys(queue, self.now()))
             .arg(keys::task_key_prefix(queue))
             .arg(keys::group_key_prefix(queue))
             .arg(if force { 1 } else { 0 })
@@ -1209,3 +1217,20 @@ impl Broker {
 /// Property tests of the script reply parsers (issue 12).
 #[cfg(test)]
 mod reply_props;
+/// The daily processed and failed counter keys of `queue` that can still
+/// exist at `now`: each lives [`STATS_TTL`](super::STATS_TTL) (90 days)
+/// after its last increment, so every day from 91 days ago to tomorrow
+/// (clock skew), 2 × 93 keys.
+fn daily_counter_keys(queue: &str, now: chrono::DateTime<chrono::Utc>) -> Vec<String> {
+    let days = (super::STATS_TTL.as_secs() / 86_400) as i64 + 1;
+    let today = now.date_naive();
+    (-days..=1)
+        .filter_map(|d| today.checked_add_signed(chrono::Duration::days(d)))
+        .flat_map(|day| {
+            [
+                keys::processed_key(queue, day),
+                keys::failed_key(queue, day),
+            ]
+        })
+        .collect()
+}

@@ -60,6 +60,12 @@ scripts! {
     ARCHIVE_UNDECODABLE => ["lib/trim_archive", "archive_undecodable"];
     /// Messages of tasks whose lease expired (asynq rdb.ListLeaseExpired).
     LIST_LEASE_EXPIRED => ["list_lease_expired"];
+    /// One chunk of active checked against lease and task keys (asynqdeck orphan scan, issue 12 R4).
+    SCAN_ACTIVE => ["scan_active"];
+    /// Give a lease-less active task an expired lease, or drop an id whose task key is gone (issue 12 R4).
+    ADOPT_ORPHAN => ["adopt_orphan"];
+    /// Confirm a queue missing from asynq:queues holds tasks and clear its leftover paused flag (issue 12 R14).
+    RESTORE_QUEUE => ["restore_queue"];
     /// Delete completed tasks past retention (asynq rdb.DeleteExpiredCompletedTasks, one batch).
     DELETE_EXPIRED_COMPLETED => ["delete_expired_completed"];
     /// Return stale aggregation sets to their groups (asynq rdb.ReclaimStaleAggregationSets).

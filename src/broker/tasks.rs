@@ -109,8 +109,9 @@ pub(crate) struct FoundTask {
     pub msg: TaskMessage,
     /// The hash's `state`.
     pub state: TaskState,
-    /// The score in the state's zset (whole unix seconds), for scheduled and
-    /// retry tasks only.
+    /// The score in the state's zset (whole unix seconds) for scheduled and
+    /// retry tasks, the lease expiry for active ones (`None`: no lease),
+    /// `None` otherwise.
     pub score: Option<i64>,
     /// The hash's `result` field, when present.
     pub result: Option<Vec<u8>>,

@@ -479,8 +479,11 @@ impl Inspector {
     /// Differs from Go: completed and aggregating tasks count as tasks (Go
     /// ignores them), and a forced delete removes them, their group zsets,
     /// the groups set and aggregation sets instead of orphaning them
-    /// (§14.11). As in Go, counters, the paused flag and uniqueness locks
-    /// stay.
+    /// (§14.11). Unlike Go, every other key of the queue goes too (issue 12
+    /// R14): the paused flag, the all-time and daily counters, the outage
+    /// samples and the uniqueness locks of the deleted tasks, so a queue of
+    /// the same name that comes back (a Go producer still enqueuing, found
+    /// by the engine's queue discovery) starts unpaused and from zero.
     ///
     /// Errors: [`Error::InvalidQueueName`]; [`Error::QueueNotFound`];
     /// [`Error::QueueNotEmpty`] (not forced); [`Error::FailedPrecondition`]

@@ -136,7 +136,7 @@ fn validate_queue(queue: &str) -> Result<()> {
 
 /// A listed task as a row (wire spec §9.1, §11): `NextProcessAt` is `now`
 /// for pending, the score for scheduled and retry, `None` otherwise;
-/// `is_orphaned` is set for active tasks whose lease expired (score ≤ now).
+/// `is_orphaned`: see [`is_orphaned`].
 fn row_of(
     id: String,
     msg: Result<TaskMessage>,
@@ -162,8 +162,16 @@ fn row_of(
         }
         _ => None,
     };
-    let orphaned = state == TaskState::Active && score.is_some_and(|s| s <= now.timestamp());
+    let orphaned = is_orphaned(state, score, now);
     TaskRow::Task(TaskInfo::from_message(msg, state, next, result, orphaned))
+}
+
+/// An active task is orphaned when its lease expired (expiry ≤ now, as Go's
+/// `ListActiveTasks`) or when it has no lease entry at all (issue 12 R4: Go
+/// shows those as running forever). `lease` is the expiry, unix s.
+// asynq divergence: COMPATIBILITY.md#r4
+fn is_orphaned(state: TaskState, lease: Option<i64>, now: DateTime<Utc>) -> bool {
+    state == TaskState::Active && lease.is_none_or(|s| s <= now.timestamp())
 }
 
 impl Inspector {
@@ -175,7 +183,8 @@ impl Inspector {
     /// list; scheduled, retry, archived and completed by ascending score
     /// (archived: oldest first, as Go's code does). `next_process_at`: now
     /// for pending, the score (whole seconds) for scheduled and retry, `None`
-    /// otherwise. Active rows have `is_orphaned` = lease expiry ≤ now. A task
+    /// otherwise. Active rows are `is_orphaned` when their lease expired
+    /// (expiry ≤ now) or is missing (issue 12 R4). A task
     /// whose hash is missing is skipped; one whose msg does not decode is a
     /// [`TaskRow::Corrupt`]. A page past the end is empty.
     ///
@@ -256,7 +265,8 @@ impl Inspector {
     /// Everything about one task (Go `Inspector.GetTaskInfo`; wire spec §9.2,
     /// §11). `next_process_at`: the score for scheduled and retry, now
     /// truncated to whole seconds for pending (as Go), `None` otherwise;
-    /// `is_orphaned` is always false.
+    /// `is_orphaned` is set for an active task whose lease expired or is
+    /// missing (Go: always false; issue 12 R4).
     ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::TaskNotFound`], [`Error::FailedPrecondition`] for an unknown
@@ -265,19 +275,21 @@ impl Inspector {
     pub async fn get_task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
         validate_queue(queue)?;
         let found = self.broker.task_info(queue, id).await?;
+        let now = self.broker.now();
         let next = match found.state {
-            TaskState::Pending => DateTime::from_timestamp(self.broker.now().timestamp(), 0),
+            TaskState::Pending => DateTime::from_timestamp(now.timestamp(), 0),
             TaskState::Scheduled | TaskState::Retry => {
                 found.score.and_then(|s| DateTime::from_timestamp(s, 0))
             }
             _ => None,
         };
+        let orphaned = is_orphaned(found.state, found.score, now);
         Ok(TaskInfo::from_message(
             found.msg,
             found.state,
             next,
             found.result,
-            false,
+            orphaned,
         ))
     }
 

@@ -10,7 +10,12 @@
 //! - the forwarder (scheduled/retry → pending; Go default every 5 s, first
 //!   poll after one interval),
 //! - the recoverer (lease-expired active tasks → retry or archived, stale
-//!   aggregation sets back to their groups; every 1 min, first pass at once),
+//!   aggregation sets back to their groups, orphaned active ids; a full
+//!   pass every 1 min, first at once, and queues holding leases looked at
+//!   when their earliest lease + 30 s comes, at most 5 s apart; R4, R8),
+//! - queue discovery (queues holding tasks but missing from
+//!   `asynq:queues` listed again, unpaused; bounded `SCAN` steps every 1 s;
+//!   R14),
 //! - the janitor (expired completed tasks; every 8 s, first sweep after one
 //!   interval),
 //! - the heartbeat (this process registered as a server; every 5 s, first
@@ -20,12 +25,14 @@
 //!   sample at once; S14, S29),
 //!
 //! each reusing the server's component (`forwarder`, `recoverer`, `janitor`,
-//! `heartbeat`, `sampler`). The queue list is read (`SMEMBERS asynq:queues`) before every
-//! tick, so a queue created while the engine runs is maintained from the
-//! next tick on; the forwarder, recoverer and janitor are built for each tick
-//! with that list (they hold only a broker handle and settings, so building
-//! one costs nothing), and the heartbeat gets it through
-//! [`Heartbeat::set_queues`]; the sampler lists the queues itself each tick.
+//! `heartbeat`, `sampler`, `discovery`). The queue list is read (`SMEMBERS
+//! asynq:queues`) before every tick, so a queue created while the engine
+//! runs is maintained from the next tick on; the forwarder and janitor are
+//! built for each tick with that list (they hold only a broker handle and
+//! settings, so building one costs nothing), the recoverer lives as long as
+//! the engine and lists the queues at each full pass, the heartbeat gets
+//! the list through [`Heartbeat::set_queues`], and the sampler lists the
+//! queues itself each tick.
 //!
 //! # The heartbeat
 //! The process registers itself as a server with concurrency 0, status
@@ -67,6 +74,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::discovery::{DEFAULT_DISCOVERY_INTERVAL, QueueDiscovery};
 use super::forwarder::{DEFAULT_FORWARD_INTERVAL, Forwarder};
 use super::heartbeat::{
     DEFAULT_HEARTBEAT_INTERVAL, Heartbeat, HeartbeatConfig, ServerIdentity, ServerStatus,
@@ -89,8 +97,14 @@ pub struct MaintenanceConfig {
     /// How often due scheduled and retry tasks move to pending (Go
     /// `DelayedTaskCheckInterval`). Default 5 s.
     pub forwarder_interval: Duration,
-    /// How often lease-expired tasks are recovered. Default 1 min (Go).
+    /// How often the recoverer passes over every queue. Default 1 min
+    /// (Go); queues holding leases are looked at in between, so a crashed
+    /// worker's tasks come back within seconds of lease + grace (R8).
     pub recoverer_interval: Duration,
+    /// How often queue discovery takes its next `SCAN` steps (finds queues
+    /// holding tasks but missing from `asynq:queues`, R14); `None` turns it
+    /// off. Default 1 s.
+    pub discovery_interval: Option<Duration>,
     /// How often expired completed tasks are deleted (Go `JanitorInterval`).
     /// Default 8 s.
     pub janitor_interval: Duration,
@@ -122,6 +136,7 @@ impl Default for MaintenanceConfig {
         MaintenanceConfig {
             forwarder_interval: DEFAULT_FORWARD_INTERVAL,
             recoverer_interval: DEFAULT_RECOVER_INTERVAL,
+            discovery_interval: Some(DEFAULT_DISCOVERY_INTERVAL),
             janitor_interval: DEFAULT_JANITOR_INTERVAL,
             janitor_batch_size: DEFAULT_JANITOR_BATCH_SIZE,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
@@ -138,6 +153,7 @@ impl std::fmt::Debug for MaintenanceConfig {
         f.debug_struct("MaintenanceConfig")
             .field("forwarder_interval", &self.forwarder_interval)
             .field("recoverer_interval", &self.recoverer_interval)
+            .field("discovery_interval", &self.discovery_interval)
             .field("janitor_interval", &self.janitor_interval)
             .field("janitor_batch_size", &self.janitor_batch_size)
             .field("heartbeat_interval", &self.heartbeat_interval)
@@ -208,7 +224,7 @@ impl Maintenance {
         } = self;
         tracing::info!(
             server = %format_identity(heartbeat.identity()),
-            "maintenance engine started (forwarder, recoverer, janitor, heartbeat, sampler)"
+            "maintenance engine started (forwarder, recoverer, janitor, heartbeat, sampler, queue discovery)"
         );
         let mut loops = Vec::new();
 
@@ -227,28 +243,24 @@ impl Maintenance {
             },
         )));
 
-        let (b, c) = (broker.clone(), config.clone());
-        loops.push(tokio::spawn(every(
-            config.recoverer_interval,
-            true,
-            shutdown.clone(),
-            move || {
-                let (b, c) = (b.clone(), c.clone());
-                async move {
-                    if let Some(queues) = queues(&b, "recoverer").await {
-                        let _ = Recoverer::new(
-                            b,
-                            queues,
-                            c.recoverer_interval,
-                            c.retry_delay_func.clone(),
-                            c.is_failure.clone(),
-                        )
-                        .tick()
-                        .await;
-                    }
-                }
-            },
-        )));
+        // One recoverer for the engine's life: it keeps its lease schedule
+        // and orphan scan between passes (R4, R8) and lists the queues at
+        // each full pass.
+        loops.push(tokio::spawn(
+            Recoverer::for_all_queues(
+                broker.clone(),
+                config.recoverer_interval,
+                config.retry_delay_func.clone(),
+                config.is_failure.clone(),
+            )
+            .run(shutdown.clone()),
+        ));
+
+        if let Some(interval) = config.discovery_interval {
+            loops.push(tokio::spawn(
+                QueueDiscovery::new(broker.clone()).run(interval, shutdown.clone()),
+            ));
+        }
 
         let (b, c) = (broker.clone(), config.clone());
         loops.push(tokio::spawn(every(

@@ -41,6 +41,8 @@ pub use task_error::{
     retry_after,
 };
 
+#[doc(hidden)]
+pub mod discovery;
 mod fetch_thread;
 #[doc(hidden)]
 pub mod forwarder;

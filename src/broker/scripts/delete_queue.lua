@@ -9,6 +9,12 @@
 -- KEYS[7] asynq:{<q>}:completed          zset
 -- KEYS[8] asynq:{<q>}:groups             set of group names
 -- KEYS[9] asynq:{<q>}:aggregation_sets   zset of aggregation-set key names
+-- KEYS[10] asynq:{<q>}:paused             string
+-- KEYS[11] asynq:{<q>}:processed          all-time counter
+-- KEYS[12] asynq:{<q>}:failed             all-time counter
+-- KEYS[13] asynqdeck:{<q>}:samples        asynqdeck's outage series (zset)
+-- KEYS[14..] asynq:{<q>}:processed:<YYYY-MM-DD> and :failed:<YYYY-MM-DD>
+--          daily counters, every day one could still exist (STATS_TTL)
 -- --
 -- ARGV[1] task key prefix asynq:{<q>}:t:
 -- ARGV[2] group key prefix asynq:{<q>}:g:
@@ -17,10 +23,14 @@
 --   changed); -2 forced but the queue has active tasks (nothing changed).
 -- Unlike Go, completed and aggregating tasks count as tasks, and a forced
 -- delete removes them (hashes, group zsets, the groups set, aggregation sets)
--- instead of leaving them orphaned. Counters, the paused flag and uniqueness
--- locks are left alone, as Go does. The group and aggregation-set key names
--- are built here or read from KEYS[9]; they share the queue's hash tag.
--- asynq divergence: COMPATIBILITY.md#q3
+-- instead of leaving them orphaned. Unlike Go, every other key of the queue
+-- goes too: the paused flag, the counters, the outage samples and the
+-- uniqueness lock of each deleted task (hash field unique_key, released
+-- while it still holds the task's id), so a queue of the same name that
+-- comes back (issue 12 R14) starts unpaused and from zero. The group and
+-- aggregation-set key names are built here or read from KEYS[9]; they
+-- share the queue's hash tag.
+-- asynq divergence: COMPATIBILITY.md#q3, COMPATIBILITY.md#r14
 local CHUNK = 100
 local groups = redis.call("SMEMBERS", KEYS[8])
 
@@ -59,7 +69,12 @@ local function delete_hashes(key, is_list)
             return
         end
         for _, id in ipairs(ids) do
-            redis.call("DEL", ARGV[1] .. id)
+            local key = ARGV[1] .. id
+            local lock = redis.pcall("HGET", key, "unique_key")
+            if type(lock) == "string" and lock ~= "" and redis.call("GET", lock) == id then
+                redis.call("DEL", lock)
+            end
+            redis.call("DEL", key)
         end
         start = start + CHUNK
     end
@@ -86,7 +101,7 @@ while true do
     end
     start = start + CHUNK
 end
-for i = 1, 9 do
+for i = 1, #KEYS do
     redis.call("DEL", KEYS[i])
 end
 return 1

@@ -6,7 +6,9 @@
 -- Returns: an empty array when the hash is missing; else {msg, state, score,
 -- result}: msg and state as stored (nil when the field is absent); score is
 -- the task's score in asynq:{<q>}:<state> as a decimal string for scheduled
--- and retry (nil otherwise); result nil when absent.
+-- and retry, its lease expiry (asynq:{<q>}:lease) for active (nil when it
+-- has no lease: an orphan, issue 12 R4), nil otherwise; result nil when
+-- absent.
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return {}
 end
@@ -15,5 +17,7 @@ local state = fields[2]
 local score = false
 if state == "scheduled" or state == "retry" then
     score = redis.call("ZSCORE", ARGV[2] .. state, ARGV[1])
+elseif state == "active" then
+    score = redis.call("ZSCORE", ARGV[2] .. "lease", ARGV[1])
 end
 return {fields[1], state, score, fields[3]}
