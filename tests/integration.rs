@@ -11,6 +11,7 @@ mod inspector_queues;
 mod inspector_tasks;
 mod interop;
 mod maintenance;
+mod reliability_engine;
 mod server_interop;
 mod server_seeds;
 mod server_smoke;

@@ -20,6 +20,7 @@ pub mod keys;
 pub mod proto;
 pub(crate) mod scripts;
 
+mod bad_counters;
 mod conn;
 mod engine;
 mod enqueue;
@@ -33,6 +34,7 @@ mod tasks;
 mod tracking;
 mod waiter;
 
+pub use bad_counters::bad_counters;
 pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
 pub use engine::{
     DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_BATCH_MAX, LEASE_DURATION, Leased,

@@ -246,7 +246,9 @@ impl ResultWriter {
     ///
     /// Errors: [`Error::FailedPrecondition`] `failed to write task result:
     /// context canceled` once the attempt is cancelled, `...: context deadline
-    /// exceeded` after its deadline; [`Error::Redis`].
+    /// exceeded` after its deadline; [`Error::TaskNotFound`] when the task's
+    /// hash is gone (the task was deleted while it ran; nothing is written,
+    /// issue 12 R7); [`Error::Redis`].
     pub async fn write(&self, data: &[u8]) -> Result<usize> {
         if self.cancel.is_cancelled() {
             return Err(Error::FailedPrecondition(

@@ -57,6 +57,7 @@ pub mod janitor;
 pub mod lease;
 #[doc(hidden)]
 pub mod maintenance;
+mod panic_guard;
 mod processor;
 #[doc(hidden)]
 pub mod recoverer;

@@ -34,8 +34,7 @@
 //! recoverer owns the task then. A failed write goes to the syncer.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -49,6 +48,7 @@ use super::fetch_thread::ReplySpin;
 use super::inflight::{CancelReason, InFlight, Running};
 use super::inline_start::{self, InlineStart};
 use super::lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
+use super::panic_guard::{HandlerCall, call_user, install_panic_hook, take_panic_location};
 use super::syncer::SyncRequest;
 use super::{ErrorHandler, Handler, IsFailureFunc, RetryDelayFunc, TaskContext, TaskError};
 use crate::broker::proto::WireTask;
@@ -718,6 +718,40 @@ fn to_syncer(shared: &Shared, acks: Vec<Ack>) {
     }
 }
 
+/// What ended a handler's run: the handler itself (its result, or its
+/// panic as a PanicError), its cancellation token, or its deadline.
+enum Ended {
+    Handler(Result<(), TaskError>),
+    Cancelled,
+    Deadline,
+}
+
+/// The attempt's result, in Go's order (R2, COMPATIBILITY.md#r2): a
+/// cancellation (`asynq:cancel`, lost lease, shutdown) or a passed
+/// deadline is the failure, whatever error the handler returned as it
+/// stopped (a SkipRetry returned after a cancel is an ordinary retry with
+/// `context canceled`, never an archive); only an `Ok` returned by then
+/// stands (the work was done; W14). The handler is polled first, so this
+/// does not depend on which of them tokio happened to see first.
+fn outcome(ended: Ended, running: &Running, now: DateTime<Utc>) -> Result<(), TaskError> {
+    let cancelled = || match running.cancel_reason() {
+        Some(CancelReason::LeaseExpired) => LeaseExpired.into(),
+        _ => ContextCanceled.into(),
+    };
+    match ended {
+        Ended::Handler(Ok(())) => Ok(()),
+        Ended::Handler(Err(_)) | Ended::Cancelled if running.cancel_reason().is_some() => {
+            Err(cancelled())
+        }
+        Ended::Handler(Err(_)) | Ended::Deadline if now >= running.deadline => {
+            Err(DeadlineExceeded.into())
+        }
+        Ended::Handler(Err(err)) => Err(err),
+        Ended::Cancelled => Err(cancelled()),
+        Ended::Deadline => Err(DeadlineExceeded.into()),
+    }
+}
+
 /// Runs one task to its outcome and writes it.
 async fn run_task(
     shared: Arc<Shared>,
@@ -743,15 +777,17 @@ async fn run_task(
         Err(DeadlineExceeded.into())
     } else {
         let until_deadline = (deadline - now).to_std().unwrap_or_default();
-        let handler = shared.handler.process_task(ctx.clone(), user_task(msg));
-        tokio::select! {
-            r = HandlerPanics(handler) => r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location()))),
-            _ = tokio::time::sleep(until_deadline) => Err(DeadlineExceeded.into()),
-            _ = running.cancel.cancelled() => Err(match running.cancel_reason() {
-                Some(CancelReason::LeaseExpired) => LeaseExpired.into(),
-                _ => ContextCanceled.into(),
-            }),
-        }
+        // Built on its first poll, under the panic guard (R1).
+        let (handler, hctx, htask) = (shared.handler.clone(), ctx.clone(), user_task(msg));
+        let call = HandlerCall::new(move || handler.process_task(hctx, htask));
+        let ended = tokio::select! {
+            // Fixed order (R2): see `outcome`.
+            biased;
+            r = call => Ended::Handler(r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location())))),
+            _ = running.cancel.cancelled() => Ended::Cancelled,
+            _ = tokio::time::sleep(until_deadline) => Ended::Deadline,
+        };
+        outcome(ended, &running, shared.broker.now())
     };
     // Handler code listening on the token stops with the task.
     running.cancel.cancel();
@@ -807,7 +843,8 @@ async fn fail(
     ack: mpsc::UnboundedSender<Ack>,
 ) {
     if let Some(h) = &shared.error_handler {
-        h(ctx, &task, &err);
+        // A panic in it is logged (by the hook) and the failure goes on.
+        let _ = call_user("error handler", || h(ctx, &task, &err));
     }
     let msg = &running.task.msg;
     if !running.lease_valid(shared.broker.now()) {
@@ -873,71 +910,6 @@ where
         }
         Err(err) => tracing::warn!(id = running.task.msg.id, %err, "{what} skipped"),
     }
-}
-
-thread_local! {
-    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
-    /// Set while this thread polls a handler future (see [`HandlerPanics`]).
-    static IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Records each panic's `file:line` for the worker that catches it (the
-/// handler runs on the thread that polls it, where the catch reads it back).
-/// A handler's panic becomes a task failure, so it is logged as one line
-/// (no backtrace); any other panic goes to the previous hook as usual.
-fn install_panic_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let location = info
-                .location()
-                .map(|l| format!("{}:{}", l.file(), l.line()));
-            if IN_HANDLER.with(|h| h.get()) {
-                let payload = info.payload();
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_string());
-                tracing::error!(
-                    location = location.as_deref().unwrap_or("?"),
-                    "task handler panicked: {message}"
-                );
-                PANIC_LOCATION.with(|l| *l.borrow_mut() = location);
-            } else {
-                previous(info);
-            }
-        }));
-    });
-}
-
-/// Polls a handler future with panics caught, marking the thread as "in a
-/// handler" during each poll so the hook knows the panic is a task failure.
-struct HandlerPanics<F>(F);
-
-impl<F: std::future::Future + Unpin> std::future::Future for HandlerPanics<F> {
-    type Output = std::thread::Result<F::Output>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        IN_HANDLER.with(|h| h.set(true));
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            std::pin::Pin::new(&mut self.0).poll(cx)
-        }));
-        IN_HANDLER.with(|h| h.set(false));
-        match r {
-            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Err(payload) => std::task::Poll::Ready(Err(payload)),
-        }
-    }
-}
-
-fn take_panic_location() -> Option<String> {
-    PANIC_LOCATION.with(|l| l.borrow_mut().take())
 }
 
 #[cfg(test)]
