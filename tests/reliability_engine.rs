@@ -429,3 +429,69 @@ async fn r6_bad_daily_counter_never_stops_processing() {
     reported.retain(|k| want.contains(k));
     assert_eq!(reported, want);
 }
+
+/// R5: a lease call that fails because Redis killed the connection is
+/// retried at once. With a poll interval of 30 s (the old code left a
+/// queue alone for that long after a failed call, and went idle as long),
+/// the task after the kill still runs within seconds.
+#[tokio::test]
+async fn r5_a_killed_connection_is_retried_at_once_not_after_a_pause() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    // Both pending before the server starts: no idle wake-up is involved.
+    for id in ["a", "b"] {
+        client
+            .enqueue(&Task::new(id, vec![]), EnqueueOptions::new().task_id(id))
+            .await
+            .unwrap();
+    }
+    let (go_tx, go_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let go_rx = Arc::new(tokio::sync::Mutex::new(go_rx));
+    let started: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut mux = ServeMux::new();
+    let s = started.clone();
+    mux.handle_fn("a", move |ctx: TaskContext, _t: Task| {
+        let (go_rx, s) = (go_rx.clone(), s.clone());
+        async move {
+            s.lock().unwrap().push(ctx.task_id().to_string());
+            go_rx.lock().await.recv().await;
+            Ok(())
+        }
+    });
+    let s = started.clone();
+    mux.handle_fn("b", move |ctx: TaskContext, _t: Task| {
+        s.lock().unwrap().push(ctx.task_id().to_string());
+        async { Ok(()) }
+    });
+    let config = Config {
+        concurrency: 1,
+        task_check_interval: Duration::from_secs(30),
+        ..Config::default()
+    };
+    let (handle, run) = start(&db, mux, config).await;
+    let running = support::eventually(Duration::from_secs(30), || async {
+        (*started.lock().unwrap() == ["a"]).then_some(())
+    })
+    .await;
+    assert!(running.is_some(), "a started; b waits for its permit");
+    // Every normal connection but this one: the fetch loop's, the server's,
+    // the waiters'.
+    let mut conn = db.raw().await;
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(killed >= 2, "killed {killed}");
+    // a ends: its done and the next lease go out on the dead connection.
+    go_tx.send(()).unwrap();
+    let next = support::eventually(Duration::from_secs(10), || async {
+        (started.lock().unwrap().len() == 2).then_some(())
+    })
+    .await;
+    let seen = started.lock().unwrap().clone();
+    stop(handle, run).await;
+    assert_eq!((next, seen), (Some(()), vec!["a".to_string(), "b".to_string()]));
+}

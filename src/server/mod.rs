@@ -41,6 +41,7 @@ pub use task_error::{
     retry_after,
 };
 
+mod backoff;
 mod fetch_thread;
 #[doc(hidden)]
 pub mod forwarder;

@@ -44,6 +44,7 @@ use rand::seq::SliceRandom;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::backoff::FailingQueues;
 use super::fetch_thread::ReplySpin;
 use super::inflight::{CancelReason, InFlight, Running};
 use super::inline_start::{self, InlineStart};
@@ -184,10 +185,11 @@ pub(crate) struct Processor {
     /// How the loop waits for lease replies.
     pub spin: ReplySpin,
     pub queues: QueueOrder,
-    /// Queues whose last lease call failed (e.g. a key of the wrong type),
-    /// left out of fetches until the instant given: one broken queue must
-    /// not hold permits or flood the log while the others have work.
-    pub failing: std::sync::Mutex<HashMap<String, tokio::time::Instant>>,
+    /// Queues whose last lease call failed (a broken connection, a key of
+    /// the wrong type), left out of fetches until their next try: at once
+    /// after one failure, then backing off up to 1 s (R5). One broken queue
+    /// must not hold permits or flood the log while the others have work.
+    pub failing: FailingQueues,
     pub concurrency: usize,
     pub task_check_interval: Duration,
     /// Starts quick workers without a spawn.
@@ -265,7 +267,11 @@ impl Processor {
                     let (leased, permits): Leased = (leased, permits);
                     if leased.is_empty() && idle_until.is_none() {
                         waker.arm();
-                        idle_until = Some(tokio::time::Instant::now() + self.task_check_interval);
+                        // A queue whose call failed is tried again at its
+                        // next try (at once after one failure, R5), not
+                        // after the idle poll interval.
+                        let poll = tokio::time::Instant::now() + self.task_check_interval;
+                        idle_until = Some(self.failing.next_try().map_or(poll, |t| t.min(poll)));
                     }
                     self.spawn(&mut workers, leased, permits, &ack_tx, &unstarted_tx);
                 }
@@ -354,19 +360,6 @@ impl Processor {
         }
     }
 
-    /// Whether `queue` is left out of fetches after a failed lease call.
-    fn is_failing(&self, queue: &str) -> bool {
-        let mut failing = self.failing.lock().expect("failing lock");
-        match failing.get(queue) {
-            Some(until) if *until > tokio::time::Instant::now() => true,
-            Some(_) => {
-                failing.remove(queue);
-                false
-            }
-            None => false,
-        }
-    }
-
     /// Leases one task per permit (see [`Processor::fetch`]) and hands the
     /// permits back with the tasks.
     async fn lease(
@@ -429,7 +422,7 @@ impl Processor {
             if out.len() >= max {
                 break;
             }
-            if self.is_failing(&queue) {
+            if self.failing.is_waiting(&queue, tokio::time::Instant::now()) {
                 continue;
             }
             let lease_until =
@@ -451,6 +444,7 @@ impl Processor {
             };
             match reply {
                 Ok((outcomes, leased)) => {
+                    self.failing.succeeded(&queue);
                     report_outcomes(&finishing, &outcomes);
                     for t in leased {
                         match t {
@@ -467,17 +461,15 @@ impl Processor {
                     }
                 }
                 Err(err) => {
+                    let (delay, failures) =
+                        self.failing.failed(&queue, tokio::time::Instant::now());
                     tracing::warn!(
                         queue,
                         %err,
-                        "dequeue failed; trying the other queues, this one again in {:?}",
-                        self.task_check_interval
+                        failures,
+                        "dequeue failed; trying the other queues, this one again in {delay:?}"
                     );
                     to_syncer(&self.shared, finishing);
-                    self.failing.lock().expect("failing lock").insert(
-                        queue.clone(),
-                        tokio::time::Instant::now() + self.task_check_interval,
-                    );
                 }
             }
         }
