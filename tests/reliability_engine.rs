@@ -22,7 +22,10 @@ async fn start(
     db: &support::TestDb,
     handler: impl Handler,
     config: Config,
-) -> (ShutdownHandle, tokio::task::JoinHandle<asynqdeck::Result<()>>) {
+) -> (
+    ShutdownHandle,
+    tokio::task::JoinHandle<asynqdeck::Result<()>>,
+) {
     let server = Server::connect(&db.url(), config).await.unwrap();
     let handle = server.shutdown_handle();
     let run = tokio::spawn(server.run_until(handler, std::future::pending()));
@@ -52,7 +55,11 @@ async fn task_when(
 struct PanicsWhileBuilding;
 
 impl Handler for PanicsWhileBuilding {
-    fn process_task(&self, _ctx: TaskContext, _task: Task) -> BoxFuture<'static, Result<(), TaskError>> {
+    fn process_task(
+        &self,
+        _ctx: TaskContext,
+        _task: Task,
+    ) -> BoxFuture<'static, Result<(), TaskError>> {
         panic!("building the future");
     }
 }
@@ -94,9 +101,10 @@ async fn r1_a_panic_in_any_phase_of_handler_code_is_a_panic_error_failure() {
     let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
     let s = seen.clone();
     let error_handler: ErrorHandler = Arc::new(move |ctx, _task, err| {
-        s.lock()
-            .unwrap()
-            .push((ctx.task_id().to_string(), asynqdeck::server::is_panic_error(err)));
+        s.lock().unwrap().push((
+            ctx.task_id().to_string(),
+            asynqdeck::server::is_panic_error(err),
+        ));
     });
     let config = Config {
         concurrency: 4,
@@ -127,9 +135,11 @@ async fn r1_a_panic_in_any_phase_of_handler_code_is_a_panic_error_failure() {
         ids.push((t, info.id, message));
     }
     for (t, id, message) in &ids {
-        let info = task_when(&inspector, "default", id, |t| t.state == TaskState::Archived)
-            .await
-            .unwrap_or_else(|| panic!("the {t} task was never archived"));
+        let info = task_when(&inspector, "default", id, |t| {
+            t.state == TaskState::Archived
+        })
+        .await
+        .unwrap_or_else(|| panic!("the {t} task was never archived"));
         assert!(
             info.last_err.starts_with("panic error cause by: panic [")
                 && info.last_err.contains("reliability_engine.rs:")
@@ -148,7 +158,10 @@ async fn r1_a_panic_in_any_phase_of_handler_code_is_a_panic_error_failure() {
     got.sort();
     let mut want: Vec<(String, bool)> = ids.iter().map(|(_, id, _)| (id.clone(), true)).collect();
     want.sort();
-    assert_eq!(got, want, "the error handler ran once per panic, with a PanicError");
+    assert_eq!(
+        got, want,
+        "the error handler ran once per panic, with a PanicError"
+    );
 }
 
 /// Waits until `n` handlers have started and the server listens on
@@ -368,12 +381,18 @@ async fn r6_bad_daily_counter_never_stops_processing() {
     for i in 0..200 {
         let (t, opts) = match i % 4 {
             0 => ("ok", EnqueueOptions::new()),
-            1 => ("ok", EnqueueOptions::new().retention(Duration::from_secs(3600))),
+            1 => (
+                "ok",
+                EnqueueOptions::new().retention(Duration::from_secs(3600)),
+            ),
             2 => ("fail", EnqueueOptions::new().max_retry(0)),
             _ => ("fail", EnqueueOptions::new().max_retry(5)),
         };
         client
-            .enqueue(&Task::new(t, vec![]), opts.queue(q).task_id(format!("t{i}")))
+            .enqueue(
+                &Task::new(t, vec![]),
+                opts.queue(q).task_id(format!("t{i}")),
+            )
             .await
             .unwrap();
     }
@@ -386,7 +405,10 @@ async fn r6_bad_daily_counter_never_stops_processing() {
         let x: i64 = conn.zcard(keys::archived_key(q)).await.unwrap();
         let mut done = 0;
         for i in (0..200).step_by(4) {
-            let gone: bool = conn.exists(keys::task_key(q, &format!("t{i}"))).await.unwrap();
+            let gone: bool = conn
+                .exists(keys::task_key(q, &format!("t{i}")))
+                .await
+                .unwrap();
             done += i64::from(!gone);
         }
         (p, a, c, r, x, done)
@@ -493,5 +515,8 @@ async fn r5_a_killed_connection_is_retried_at_once_not_after_a_pause() {
     .await;
     let seen = started.lock().unwrap().clone();
     stop(handle, run).await;
-    assert_eq!((next, seen), (Some(()), vec!["a".to_string(), "b".to_string()]));
+    assert_eq!(
+        (next, seen),
+        (Some(()), vec!["a".to_string(), "b".to_string()])
+    );
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::proto::{TaskMessage, WireTask};
 use super::bad_counters::unwrap_counted;
+use super::proto::{TaskMessage, WireTask};
 use super::{Broker, decode_task, keys, scripts};
 use crate::error::{Error, Result};
 
@@ -120,6 +120,7 @@ fn done_outcomes(reply: redis::Value, tasks: usize) -> Result<Vec<DoneOutcome>> 
 
 /// The integer code of a counting script's reply (see
 /// [`unwrap_counted`]): bad counters it names are reported, not failed.
+// asynq divergence: COMPATIBILITY.md#r6
 fn counted_code(reply: redis::Value) -> Result<i64> {
     redis::from_redis_value(unwrap_counted(reply))
         .map_err(|e| Error::Internal(format!("script reply: {e}")))

@@ -15,6 +15,7 @@ impl Broker {
     /// ([`ResultWriter`](crate::server::ResultWriter)) refuses once the
     /// task's context is cancelled. Errors: [`Error::TaskNotFound`] when
     /// there is no task hash (nothing written); [`Error::Redis`].
+    // asynq divergence: COMPATIBILITY.md#r7
     pub async fn write_result(&self, queue: &str, id: &str, data: &[u8]) -> Result<usize> {
         let code: i64 = scripts::WRITE_RESULT
             .key(keys::task_key(queue, id))
@@ -27,7 +28,9 @@ impl Broker {
                 queue: queue.to_string(),
                 id: id.to_string(),
             }),
-            other => Err(Error::Internal(format!("write_result script replied {other}"))),
+            other => Err(Error::Internal(format!(
+                "write_result script replied {other}"
+            ))),
         }
     }
 }

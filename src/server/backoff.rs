@@ -124,7 +124,11 @@ mod tests {
             for n in 1..=12 {
                 let d = b.fail(&mut rng);
                 let c = Backoff::ceiling(n);
-                assert!(d >= c / 2 && d <= c, "failure {n}: {d:?} not in [{:?}, {c:?}]", c / 2);
+                assert!(
+                    d >= c / 2 && d <= c,
+                    "failure {n}: {d:?} not in [{:?}, {c:?}]",
+                    c / 2
+                );
             }
         }
         let failing = FailingQueues::default();

@@ -72,6 +72,7 @@ impl HealthChecker {
     pub async fn tick(&self) -> Result<()> {
         let result = self.broker.ping().await;
         let callback = &self.callback;
+        // asynq divergence: COMPATIBILITY.md#r3
         let _ = super::panic_guard::call_user("health check callback", || {
             callback(result.as_ref().err())
         });

@@ -11,13 +11,18 @@
 //! spawned only when still pending: [`inline_start`](super::inline_start);
 //! workers belong to the caller's runtime either way),
 //! and when every queue is empty waits for the idle waker or
-//! `task_check_interval` before looking again. Leasing never runs ahead of
+//! `task_check_interval` before looking again; a queue whose lease call
+//! failed is tried again at once, then with a backoff up to 1 s
+//! ([`backoff`](super::backoff), R5). Leasing never runs ahead of
 //! a free permit (as Go: active tasks are running tasks). Before it leases,
 //! the loop yields once so that workers about to finish do so: one call
 //! then carries a whole batch of finishes and leases. At concurrency ≥ 64
 //! two such calls are in flight, each with up to half the permits, so Redis
 //! and the workers overlap ([`calls_in_flight`]; BENCHMARKS.md). A worker runs the handler under the task's deadline, its
-//! cancellation token and a panic guard, then decides (Go's decision tree):
+//! cancellation token and a panic guard that also covers building the
+//! handler's future ([`panic_guard`](super::panic_guard), R1); a
+//! cancellation or a passed deadline takes precedence over the handler's
+//! error (R2). Then it decides (Go's decision tree):
 //!
 //! 1. the error handler runs for every failure;
 //! 2. [`RevokeTask`](super::RevokeTask) → done, no retry, no archive (S23);
@@ -460,6 +465,7 @@ impl Processor {
                         }
                     }
                 }
+                // asynq divergence: COMPATIBILITY.md#r5
                 Err(err) => {
                     let (delay, failures) =
                         self.failing.failed(&queue, tokio::time::Instant::now());
@@ -725,6 +731,7 @@ enum Ended {
 /// `context canceled`, never an archive); only an `Ok` returned by then
 /// stands (the work was done; W14). The handler is polled first, so this
 /// does not depend on which of them tokio happened to see first.
+// asynq divergence: COMPATIBILITY.md#r2
 fn outcome(ended: Ended, running: &Running, now: DateTime<Utc>) -> Result<(), TaskError> {
     let cancelled = || match running.cancel_reason() {
         Some(CancelReason::LeaseExpired) => LeaseExpired.into(),
@@ -836,6 +843,7 @@ async fn fail(
 ) {
     if let Some(h) = &shared.error_handler {
         // A panic in it is logged (by the hook) and the failure goes on.
+        // asynq divergence: COMPATIBILITY.md#r1
         let _ = call_user("error handler", || h(ctx, &task, &err));
     }
     let msg = &running.task.msg;
