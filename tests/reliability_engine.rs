@@ -458,7 +458,8 @@ async fn r6_bad_daily_counter_never_stops_processing() {
 /// the task after the kill still runs within seconds.
 #[tokio::test]
 async fn r5_a_killed_connection_is_retried_at_once_not_after_a_pause() {
-    let db = support::redis();
+    // A server of its own: CLIENT KILL reaches every client of a server.
+    let db = support::private_redis();
     let client = Client::connect(&db.url()).await.unwrap();
     // Both pending before the server starts: no idle wake-up is involved.
     for id in ["a", "b"] {

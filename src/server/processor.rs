@@ -248,7 +248,7 @@ impl Processor {
         let mut acks: Vec<Ack> = Vec::with_capacity(ACK_BATCH);
         // Lease calls in flight, each with the permits it holds.
         let mut calls: FuturesUnordered<_> = FuturesUnordered::new();
-        type Leased = (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit);
+        type Leased = (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit, Vec<Ack>);
         let calls_in_flight = calls_in_flight(self.concurrency);
         // Set while every queue was found empty: no lease call until the
         // waker fires or this instant passes.
@@ -268,8 +268,11 @@ impl Processor {
                 _ = stop.cancelled() => break,
                 _ = pause.cancelled(), if !paused => {}
                 Some(task) = unstarted_rx.recv() => self.requeue_unstarted(task).await,
-                Some((leased, permits)) = calls.next(), if !calls.is_empty() => {
-                    let (leased, permits): Leased = (leased, permits);
+                Some((leased, permits, unfinished)) = calls.next(), if !calls.is_empty() => {
+                    let (leased, permits, unfinished): Leased = (leased, permits, unfinished);
+                    // Successes whose finishing call failed go out again
+                    // with the next one (R5).
+                    acks.extend(unfinished);
                     if leased.is_empty() && idle_until.is_none() {
                         waker.arm();
                         // A queue whose call failed is tried again at its
@@ -314,8 +317,9 @@ impl Processor {
         }
         // Tasks already leased run like the others (and get the same
         // shutdown timeout); abandoned, they go back to pending.
-        while let Some((leased, permits)) = calls.next().await {
-            let (leased, permits): Leased = (leased, permits);
+        while let Some((leased, permits, unfinished)) = calls.next().await {
+            let (leased, permits, unfinished): Leased = (leased, permits, unfinished);
+            acks.extend(unfinished);
             if abandon.is_cancelled() {
                 for (task, _) in leased {
                     self.requeue_unstarted(task).await;
@@ -366,14 +370,15 @@ impl Processor {
     }
 
     /// Leases one task per permit (see [`Processor::fetch`]) and hands the
-    /// permits back with the tasks.
+    /// permits back with the tasks and the successes of `acks` whose
+    /// finishing call failed.
     async fn lease(
         &self,
         permits: OwnedSemaphorePermit,
         mut acks: Vec<Ack>,
-    ) -> (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit) {
+    ) -> (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit, Vec<Ack>) {
         let leased = self.fetch(permits.num_permits(), &mut acks).await;
-        (leased, permits)
+        (leased, permits, acks)
     }
 
     /// Starts one worker per leased task, each holding one of `permits`
@@ -419,7 +424,10 @@ impl Processor {
     /// Leases up to `max` tasks, trying queues in this fetch's order. The
     /// successes in `acks` of a queue tried here are finished in the same
     /// script call that leases from it; the others in one `done` call per
-    /// queue. `acks` is empty afterwards.
+    /// queue (handed to the syncer if that fails). Afterwards `acks` holds
+    /// the successes of the lease calls that failed, for the next call
+    /// (which a broken connection gets at once, R5) rather than the
+    /// syncer's next round.
     async fn fetch(&self, max: usize, acks: &mut Vec<Ack>) -> Vec<(WireTask, DateTime<Utc>)> {
         let mut by_queue = group_acks(&self.shared, acks);
         let mut out = Vec::new();
@@ -475,7 +483,7 @@ impl Processor {
                         failures,
                         "dequeue failed; trying the other queues, this one again in {delay:?}"
                     );
-                    to_syncer(&self.shared, finishing);
+                    acks.extend(finishing);
                 }
             }
         }
