@@ -248,7 +248,11 @@ impl Processor {
         let mut acks: Vec<Ack> = Vec::with_capacity(ACK_BATCH);
         // Lease calls in flight, each with the permits it holds.
         let mut calls: FuturesUnordered<_> = FuturesUnordered::new();
-        type Leased = (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit, Vec<Ack>);
+        type Leased = (
+            Vec<(WireTask, DateTime<Utc>)>,
+            OwnedSemaphorePermit,
+            Vec<Ack>,
+        );
         let calls_in_flight = calls_in_flight(self.concurrency);
         // Set while every queue was found empty: no lease call until the
         // waker fires or this instant passes.
@@ -376,7 +380,11 @@ impl Processor {
         &self,
         permits: OwnedSemaphorePermit,
         mut acks: Vec<Ack>,
-    ) -> (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit, Vec<Ack>) {
+    ) -> (
+        Vec<(WireTask, DateTime<Utc>)>,
+        OwnedSemaphorePermit,
+        Vec<Ack>,
+    ) {
         let leased = self.fetch(permits.num_permits(), &mut acks).await;
         (leased, permits, acks)
     }
@@ -948,6 +956,61 @@ mod tests {
         assert_eq!(
             compute_deadline(60, 1_010, now),
             DateTime::from_timestamp(1_010, 0).unwrap()
+        );
+    }
+
+    /// R2: a cancellation or a passed deadline is the failure whatever
+    /// error the handler returned, in that order; an Ok stands.
+    #[test]
+    fn r2_outcome_takes_cancellation_then_deadline_before_the_handlers_error() {
+        let now = at(1_000);
+        let running = |deadline: DateTime<Utc>, reason: Option<CancelReason>| {
+            let r = Running::new(WireTask::default(), now, deadline, now);
+            if let Some(reason) = reason {
+                r.cancel_with(reason);
+            }
+            r
+        };
+        let skip = || Ended::Handler(Err(TaskError::new(super::super::SkipRetry)));
+        let text = |r: Result<(), TaskError>| r.map_err(|e| super::super::error_text(&e));
+        let later = now + chrono::Duration::seconds(60);
+        let cancelled = running(later, Some(CancelReason::Canceled));
+        assert_eq!(
+            text(outcome(skip(), &cancelled, now)),
+            Err("context canceled".into())
+        );
+        assert_eq!(
+            text(outcome(Ended::Cancelled, &cancelled, now)),
+            Err("context canceled".into())
+        );
+        assert_eq!(
+            text(outcome(Ended::Handler(Ok(())), &cancelled, now)),
+            Ok(())
+        );
+        let lost = running(later, Some(CancelReason::LeaseExpired));
+        assert_eq!(
+            text(outcome(skip(), &lost, now)),
+            Err("asynq: task lease expired".into())
+        );
+        // Cancelled after its deadline: the cancellation is named.
+        let both = running(now, Some(CancelReason::Canceled));
+        assert_eq!(
+            text(outcome(skip(), &both, now)),
+            Err("context canceled".into())
+        );
+        let past = running(now, None);
+        assert_eq!(
+            text(outcome(skip(), &past, now)),
+            Err("context deadline exceeded".into())
+        );
+        assert_eq!(
+            text(outcome(Ended::Deadline, &past, now)),
+            Err("context deadline exceeded".into())
+        );
+        let live = running(later, None);
+        assert_eq!(
+            text(outcome(skip(), &live, now)),
+            Err("skip retry for the task".into())
         );
     }
 
