@@ -9,6 +9,7 @@
 //! concurrency 10, and reports the time from the worker's start until the
 //! queue's processed counter reached the task count. The killing
 //! connection also reads the counter (`CLIENT KILL` skips its caller).
+//! `--only-ours` skips Go's runs.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -168,7 +169,12 @@ async fn main() {
     println!(
         "{tasks} tasks, handler sleeps {HANDLER_SLEEP:?}, concurrency {CONCURRENCY}, CLIENT KILL TYPE normal every {KILL_EVERY:?}"
     );
-    for worker in [Worker::Ours, Worker::Go] {
+    let workers: &[Worker] = if args.iter().any(|a| a == "--only-ours") {
+        &[Worker::Ours]
+    } else {
+        &[Worker::Ours, Worker::Go]
+    };
+    for &worker in workers {
         for kill in [false, true] {
             let (took, kills) = run(redis.1, worker, kill, tasks).await;
             println!(
