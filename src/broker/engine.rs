@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::bad_counters::unwrap_counted;
 use super::proto::{TaskMessage, WireTask};
 use super::{Broker, decode_task, keys, scripts};
 use crate::error::{Error, Result};
@@ -117,6 +118,14 @@ fn done_outcomes(reply: redis::Value, tasks: usize) -> Result<Vec<DoneOutcome>> 
         .collect()
 }
 
+/// The integer code of a counting script's reply (see
+/// [`unwrap_counted`]): bad counters it names are reported, not failed.
+// asynq divergence: COMPATIBILITY.md#r6
+fn counted_code(reply: redis::Value) -> Result<i64> {
+    redis::from_redis_value(unwrap_counted(reply))
+        .map_err(|e| Error::Internal(format!("script reply: {e}")))
+}
+
 /// Appends the finishing part of a done call's arguments (see
 /// `lib/finish_tasks.lua`): n, the ids, then (position, lock) for the tasks
 /// holding a unique lock.
@@ -206,7 +215,7 @@ impl Broker {
             .arg(keys::task_key_prefix(queue));
         finish_args(&mut inv, tasks);
         let reply: redis::Value = inv.invoke_async(&mut self.conn()).await?;
-        done_outcomes(reply, tasks.len())
+        done_outcomes(unwrap_counted(reply), tasks.len())
     }
 
     /// [`Broker::done`] for `tasks`, then [`Broker::dequeue`] of up to `max`
@@ -244,7 +253,7 @@ impl Broker {
             .pop()
             .ok_or_else(|| Error::Internal("done_and_dequeue replied nothing".into()))?;
         Ok((
-            done_outcomes(codes, tasks.len())?,
+            done_outcomes(unwrap_counted(codes), tasks.len())?,
             decode_leased(queue, reply)?,
         ))
     }
@@ -273,8 +282,8 @@ impl Broker {
             .arg(now.timestamp() + msg.retention)
             .arg(task.encode())
             .arg(MAX_I64);
-        let code: i64 = inv.invoke_async(&mut self.conn()).await?;
-        self.lease_reply("mark_complete", code, msg)
+        let reply: redis::Value = inv.invoke_async(&mut self.conn()).await?;
+        self.lease_reply("mark_complete", counted_code(reply)?, msg)
     }
 
     /// Puts an unfinished task back at the consuming end of pending at
@@ -313,7 +322,7 @@ impl Broker {
         let msg = &task.msg;
         let q = &msg.queue;
         let day = now.date_naive();
-        let code: i64 = scripts::RETRY
+        let reply: redis::Value = scripts::RETRY
             .key(keys::task_key(q, &msg.id))
             .key(keys::active_key(q))
             .key(keys::lease_key(q))
@@ -330,7 +339,7 @@ impl Broker {
             .arg(MAX_I64)
             .invoke_async(&mut self.conn())
             .await?;
-        self.lease_reply("retry", code, msg)
+        self.lease_reply("retry", counted_code(reply)?, msg)
     }
 
     /// Archives a failed task with `error_msg` and last_failed_at = now
@@ -348,7 +357,7 @@ impl Broker {
         let q = &msg.queue;
         let day = now.date_naive();
         let cutoff = now.timestamp() - super::ARCHIVE_RETENTION.as_secs() as i64;
-        let code: i64 = scripts::ARCHIVE
+        let reply: redis::Value = scripts::ARCHIVE
             .key(keys::task_key(q, &msg.id))
             .key(keys::active_key(q))
             .key(keys::lease_key(q))
@@ -367,7 +376,7 @@ impl Broker {
             .arg(keys::task_key_prefix(q))
             .invoke_async(&mut self.conn())
             .await?;
-        self.lease_reply("archive", code, msg)
+        self.lease_reply("archive", counted_code(reply)?, msg)
     }
 
     fn lease_reply(&self, op: &str, code: i64, msg: &TaskMessage) -> Result<()> {

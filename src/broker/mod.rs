@@ -22,6 +22,7 @@ pub mod keys;
 pub mod proto;
 pub(crate) mod scripts;
 
+mod bad_counters;
 mod conn;
 mod discovery;
 mod engine;
@@ -41,6 +42,7 @@ mod waiter;
 #[cfg(test)]
 mod test_values;
 
+pub use bad_counters::bad_counters;
 pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
 pub use discovery::{DISCOVERY_SCAN_COUNT, queue_of_container_key};
 pub use engine::{

@@ -1,23 +1,36 @@
 //! Task results written by handlers (Go `rdb.WriteResult`; wire spec §6.18).
 
-use super::{Broker, keys};
-use crate::error::Result;
+use super::{Broker, keys, scripts};
+use crate::error::{Error, Result};
 
 impl Broker {
-    /// `HSET asynq:{<queue>}:t:<id> result <data>`: stores the bytes a handler
-    /// produced for its task and returns `data.len()` (Go `rdb.WriteResult`).
+    /// Stores the bytes a handler produced for its task in field `result`
+    /// of `asynq:{<queue>}:t:<id>` and returns `data.len()` (Go
+    /// `rdb.WriteResult`).
     ///
-    /// One command, so no script. Like Go there is no existence check: a task
-    /// deleted meanwhile gets a hash holding only `result` (wire spec §6.18
-    /// QUIRK). The caller ([`ResultWriter`](crate::server::ResultWriter))
-    /// refuses once the task's context is cancelled. Errors: [`Error::Redis`](crate::Error::Redis).
+    /// Unlike Go's plain `HSET`, the write happens only while the task hash
+    /// exists (script `write_result.lua`): a task deleted while its handler
+    /// ran is not brought back as a hash holding only `result` (issue 12
+    /// R7, COMPATIBILITY.md#r7). The caller
+    /// ([`ResultWriter`](crate::server::ResultWriter)) refuses once the
+    /// task's context is cancelled. Errors: [`Error::TaskNotFound`] when
+    /// there is no task hash (nothing written); [`Error::Redis`].
+    // asynq divergence: COMPATIBILITY.md#r7
     pub async fn write_result(&self, queue: &str, id: &str, data: &[u8]) -> Result<usize> {
-        let _: i64 = redis::cmd("HSET")
-            .arg(keys::task_key(queue, id))
-            .arg("result")
+        let code: i64 = scripts::WRITE_RESULT
+            .key(keys::task_key(queue, id))
             .arg(data)
-            .query_async(&mut self.conn())
+            .invoke_async(&mut self.conn())
             .await?;
-        Ok(data.len())
+        match code {
+            1 => Ok(data.len()),
+            0 => Err(Error::TaskNotFound {
+                queue: queue.to_string(),
+                id: id.to_string(),
+            }),
+            other => Err(Error::Internal(format!(
+                "write_result script replied {other}"
+            ))),
+        }
     }
 }

@@ -48,6 +48,8 @@ scripts! {
     DONE_AND_DEQUEUE => ["lib/count_stats", "lib/finish_tasks", "lib/lease_tasks", "done_and_dequeue"];
     /// Keep a successful task as completed (asynq rdb.MarkAsComplete).
     MARK_COMPLETE => ["lib/count_stats", "mark_complete"];
+    /// Store a handler's result while its task hash exists (asynq rdb.WriteResult, guarded).
+    WRITE_RESULT => ["write_result"];
     /// Give an unfinished task back to pending at shutdown (asynq rdb.Requeue).
     REQUEUE => ["requeue"];
     /// Schedule a failed task's next attempt (asynq rdb.Retry).

@@ -246,7 +246,9 @@ impl ResultWriter {
     ///
     /// Errors: [`Error::FailedPrecondition`] `failed to write task result:
     /// context canceled` once the attempt is cancelled, `...: context deadline
-    /// exceeded` after its deadline; [`Error::Redis`].
+    /// exceeded` after its deadline; [`Error::TaskNotFound`] when the task's
+    /// hash is gone (the task was deleted while it ran; nothing is written,
+    /// issue 12 R7); [`Error::Redis`].
     pub async fn write(&self, data: &[u8]) -> Result<usize> {
         if self.cancel.is_cancelled() {
             return Err(Error::FailedPrecondition(
@@ -284,8 +286,10 @@ impl ResultWriter {
 /// Processes tasks (Go `asynq.Handler`). Dyn-compatible: servers hold
 /// `Arc<dyn Handler>`. Returning `Ok(())` completes the task; an error takes
 /// the failure path (wire spec §7.4) — see the markers in
-/// [`task_error`](super::task_error). A panic inside the returned future is
-/// caught by the worker and becomes a [`PanicError`](super::PanicError).
+/// [`task_error`](super::task_error). A panic in `process_task` itself
+/// (before it returns its future; middleware included) or inside the
+/// returned future is caught by the worker and becomes a
+/// [`PanicError`](super::PanicError) failure (S25, issue 12 R1).
 ///
 /// Each task runs concurrently with the others, like Go's goroutine per
 /// task. A task's future is spawned on the runtime the server was started

@@ -2,7 +2,9 @@
 //! `healthcheck.go`; wire spec §7.1, §7.6).
 //!
 //! It runs only when the server has a callback (Go `HealthCheckFunc`). The
-//! first check is one interval after start (Go default: 15 s).
+//! first check is one interval after start (Go default: 15 s). A callback
+//! that panics is logged and called again at the next interval (issue 12
+//! R3; COMPATIBILITY.md#r3).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +50,7 @@ impl HealthChecker {
     /// Checks every `interval` (first check after one interval) until
     /// `shutdown` is cancelled. Go `healthchecker.start`.
     pub async fn run(self, shutdown: CancellationToken) {
+        super::panic_guard::install_panic_hook();
         loop {
             tokio::select! {
                 biased;
@@ -62,10 +65,17 @@ impl HealthChecker {
     }
 
     /// One check: `PING`, then the callback with the outcome; returns the
-    /// outcome too. Errors: [`Error::Redis`] when Redis does not answer.
+    /// outcome too. A panic in the callback is caught and logged (one
+    /// `error` line with its location, once the server installed its panic
+    /// hook): the check goes on. Errors: [`Error::Redis`] when Redis does
+    /// not answer.
     pub async fn tick(&self) -> Result<()> {
         let result = self.broker.ping().await;
-        (self.callback)(result.as_ref().err());
+        let callback = &self.callback;
+        // asynq divergence: COMPATIBILITY.md#r3
+        let _ = super::panic_guard::call_user("health check callback", || {
+            callback(result.as_ref().err())
+        });
         result
     }
 }

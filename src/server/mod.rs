@@ -41,6 +41,7 @@ pub use task_error::{
     retry_after,
 };
 
+mod backoff;
 #[doc(hidden)]
 pub mod discovery;
 mod fetch_thread;
@@ -59,6 +60,7 @@ pub mod janitor;
 pub mod lease;
 #[doc(hidden)]
 pub mod maintenance;
+mod panic_guard;
 mod processor;
 #[doc(hidden)]
 pub mod recoverer;

@@ -11,13 +11,18 @@
 //! spawned only when still pending: [`inline_start`](super::inline_start);
 //! workers belong to the caller's runtime either way),
 //! and when every queue is empty waits for the idle waker or
-//! `task_check_interval` before looking again. Leasing never runs ahead of
+//! `task_check_interval` before looking again; a queue whose lease call
+//! failed is tried again at once, then with a backoff up to 1 s
+//! ([`backoff`](super::backoff), R5). Leasing never runs ahead of
 //! a free permit (as Go: active tasks are running tasks). Before it leases,
 //! the loop yields once so that workers about to finish do so: one call
 //! then carries a whole batch of finishes and leases. At concurrency ≥ 64
 //! two such calls are in flight, each with up to half the permits, so Redis
 //! and the workers overlap ([`calls_in_flight`]; BENCHMARKS.md). A worker runs the handler under the task's deadline, its
-//! cancellation token and a panic guard, then decides (Go's decision tree):
+//! cancellation token and a panic guard that also covers building the
+//! handler's future ([`panic_guard`](super::panic_guard), R1); a
+//! cancellation or a passed deadline takes precedence over the handler's
+//! error (R2). Then it decides (Go's decision tree):
 //!
 //! 1. the error handler runs for every failure;
 //! 2. [`RevokeTask`](super::RevokeTask) → done, no retry, no archive (S23);
@@ -34,8 +39,7 @@
 //! recoverer owns the task then. A failed write goes to the syncer.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -45,10 +49,12 @@ use rand::seq::SliceRandom;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::backoff::FailingQueues;
 use super::fetch_thread::ReplySpin;
 use super::inflight::{CancelReason, InFlight, Running};
 use super::inline_start::{self, InlineStart};
 use super::lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
+use super::panic_guard::{HandlerCall, call_user, install_panic_hook, take_panic_location};
 use super::syncer::SyncRequest;
 use super::{ErrorHandler, Handler, IsFailureFunc, RetryDelayFunc, TaskContext, TaskError};
 use crate::broker::proto::WireTask;
@@ -184,10 +190,11 @@ pub(crate) struct Processor {
     /// How the loop waits for lease replies.
     pub spin: ReplySpin,
     pub queues: QueueOrder,
-    /// Queues whose last lease call failed (e.g. a key of the wrong type),
-    /// left out of fetches until the instant given: one broken queue must
-    /// not hold permits or flood the log while the others have work.
-    pub failing: std::sync::Mutex<HashMap<String, tokio::time::Instant>>,
+    /// Queues whose last lease call failed (a broken connection, a key of
+    /// the wrong type), left out of fetches until their next try: at once
+    /// after one failure, then backing off up to 1 s (R5). One broken queue
+    /// must not hold permits or flood the log while the others have work.
+    pub failing: FailingQueues,
     pub concurrency: usize,
     pub task_check_interval: Duration,
     /// Starts quick workers without a spawn.
@@ -241,7 +248,11 @@ impl Processor {
         let mut acks: Vec<Ack> = Vec::with_capacity(ACK_BATCH);
         // Lease calls in flight, each with the permits it holds.
         let mut calls: FuturesUnordered<_> = FuturesUnordered::new();
-        type Leased = (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit);
+        type Leased = (
+            Vec<(WireTask, DateTime<Utc>)>,
+            OwnedSemaphorePermit,
+            Vec<Ack>,
+        );
         let calls_in_flight = calls_in_flight(self.concurrency);
         // Set while every queue was found empty: no lease call until the
         // waker fires or this instant passes.
@@ -261,11 +272,18 @@ impl Processor {
                 _ = stop.cancelled() => break,
                 _ = pause.cancelled(), if !paused => {}
                 Some(task) = unstarted_rx.recv() => self.requeue_unstarted(task).await,
-                Some((leased, permits)) = calls.next(), if !calls.is_empty() => {
-                    let (leased, permits): Leased = (leased, permits);
+                Some((leased, permits, unfinished)) = calls.next(), if !calls.is_empty() => {
+                    let (leased, permits, unfinished): Leased = (leased, permits, unfinished);
+                    // Successes whose finishing call failed go out again
+                    // with the next one (R5).
+                    acks.extend(unfinished);
                     if leased.is_empty() && idle_until.is_none() {
                         waker.arm();
-                        idle_until = Some(tokio::time::Instant::now() + self.task_check_interval);
+                        // A queue whose call failed is tried again at its
+                        // next try (at once after one failure, R5), not
+                        // after the idle poll interval.
+                        let poll = tokio::time::Instant::now() + self.task_check_interval;
+                        idle_until = Some(self.failing.next_try().map_or(poll, |t| t.min(poll)));
                     }
                     self.spawn(&mut workers, leased, permits, &ack_tx, &unstarted_tx);
                 }
@@ -303,8 +321,9 @@ impl Processor {
         }
         // Tasks already leased run like the others (and get the same
         // shutdown timeout); abandoned, they go back to pending.
-        while let Some((leased, permits)) = calls.next().await {
-            let (leased, permits): Leased = (leased, permits);
+        while let Some((leased, permits, unfinished)) = calls.next().await {
+            let (leased, permits, unfinished): Leased = (leased, permits, unfinished);
+            acks.extend(unfinished);
             if abandon.is_cancelled() {
                 for (task, _) in leased {
                     self.requeue_unstarted(task).await;
@@ -354,28 +373,20 @@ impl Processor {
         }
     }
 
-    /// Whether `queue` is left out of fetches after a failed lease call.
-    fn is_failing(&self, queue: &str) -> bool {
-        let mut failing = self.failing.lock().expect("failing lock");
-        match failing.get(queue) {
-            Some(until) if *until > tokio::time::Instant::now() => true,
-            Some(_) => {
-                failing.remove(queue);
-                false
-            }
-            None => false,
-        }
-    }
-
     /// Leases one task per permit (see [`Processor::fetch`]) and hands the
-    /// permits back with the tasks.
+    /// permits back with the tasks and the successes of `acks` whose
+    /// finishing call failed.
     async fn lease(
         &self,
         permits: OwnedSemaphorePermit,
         mut acks: Vec<Ack>,
-    ) -> (Vec<(WireTask, DateTime<Utc>)>, OwnedSemaphorePermit) {
+    ) -> (
+        Vec<(WireTask, DateTime<Utc>)>,
+        OwnedSemaphorePermit,
+        Vec<Ack>,
+    ) {
         let leased = self.fetch(permits.num_permits(), &mut acks).await;
-        (leased, permits)
+        (leased, permits, acks)
     }
 
     /// Starts one worker per leased task, each holding one of `permits`
@@ -421,7 +432,10 @@ impl Processor {
     /// Leases up to `max` tasks, trying queues in this fetch's order. The
     /// successes in `acks` of a queue tried here are finished in the same
     /// script call that leases from it; the others in one `done` call per
-    /// queue. `acks` is empty afterwards.
+    /// queue (handed to the syncer if that fails). Afterwards `acks` holds
+    /// the successes of the lease calls that failed, for the next call
+    /// (which a broken connection gets at once, R5) rather than the
+    /// syncer's next round.
     async fn fetch(&self, max: usize, acks: &mut Vec<Ack>) -> Vec<(WireTask, DateTime<Utc>)> {
         let mut by_queue = group_acks(&self.shared, acks);
         let mut out = Vec::new();
@@ -429,7 +443,7 @@ impl Processor {
             if out.len() >= max {
                 break;
             }
-            if self.is_failing(&queue) {
+            if self.failing.is_waiting(&queue, tokio::time::Instant::now()) {
                 continue;
             }
             let lease_until =
@@ -451,6 +465,7 @@ impl Processor {
             };
             match reply {
                 Ok((outcomes, leased)) => {
+                    self.failing.succeeded(&queue);
                     report_outcomes(&finishing, &outcomes);
                     for t in leased {
                         match t {
@@ -466,18 +481,17 @@ impl Processor {
                         }
                     }
                 }
+                // asynq divergence: COMPATIBILITY.md#r5
                 Err(err) => {
+                    let (delay, failures) =
+                        self.failing.failed(&queue, tokio::time::Instant::now());
                     tracing::warn!(
                         queue,
                         %err,
-                        "dequeue failed; trying the other queues, this one again in {:?}",
-                        self.task_check_interval
+                        failures,
+                        "dequeue failed; trying the other queues, this one again in {delay:?}"
                     );
-                    to_syncer(&self.shared, finishing);
-                    self.failing.lock().expect("failing lock").insert(
-                        queue.clone(),
-                        tokio::time::Instant::now() + self.task_check_interval,
-                    );
+                    acks.extend(finishing);
                 }
             }
         }
@@ -718,6 +732,41 @@ fn to_syncer(shared: &Shared, acks: Vec<Ack>) {
     }
 }
 
+/// What ended a handler's run: the handler itself (its result, or its
+/// panic as a PanicError), its cancellation token, or its deadline.
+enum Ended {
+    Handler(Result<(), TaskError>),
+    Cancelled,
+    Deadline,
+}
+
+/// The attempt's result, in Go's order (R2, COMPATIBILITY.md#r2): a
+/// cancellation (`asynq:cancel`, lost lease, shutdown) or a passed
+/// deadline is the failure, whatever error the handler returned as it
+/// stopped (a SkipRetry returned after a cancel is an ordinary retry with
+/// `context canceled`, never an archive); only an `Ok` returned by then
+/// stands (the work was done; W14). The handler is polled first, so this
+/// does not depend on which of them tokio happened to see first.
+// asynq divergence: COMPATIBILITY.md#r2
+fn outcome(ended: Ended, running: &Running, now: DateTime<Utc>) -> Result<(), TaskError> {
+    let cancelled = || match running.cancel_reason() {
+        Some(CancelReason::LeaseExpired) => LeaseExpired.into(),
+        _ => ContextCanceled.into(),
+    };
+    match ended {
+        Ended::Handler(Ok(())) => Ok(()),
+        Ended::Handler(Err(_)) | Ended::Cancelled if running.cancel_reason().is_some() => {
+            Err(cancelled())
+        }
+        Ended::Handler(Err(_)) | Ended::Deadline if now >= running.deadline => {
+            Err(DeadlineExceeded.into())
+        }
+        Ended::Handler(Err(err)) => Err(err),
+        Ended::Cancelled => Err(cancelled()),
+        Ended::Deadline => Err(DeadlineExceeded.into()),
+    }
+}
+
 /// Runs one task to its outcome and writes it.
 async fn run_task(
     shared: Arc<Shared>,
@@ -743,15 +792,17 @@ async fn run_task(
         Err(DeadlineExceeded.into())
     } else {
         let until_deadline = (deadline - now).to_std().unwrap_or_default();
-        let handler = shared.handler.process_task(ctx.clone(), user_task(msg));
-        tokio::select! {
-            r = HandlerPanics(handler) => r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location()))),
-            _ = tokio::time::sleep(until_deadline) => Err(DeadlineExceeded.into()),
-            _ = running.cancel.cancelled() => Err(match running.cancel_reason() {
-                Some(CancelReason::LeaseExpired) => LeaseExpired.into(),
-                _ => ContextCanceled.into(),
-            }),
-        }
+        // Built on its first poll, under the panic guard (R1).
+        let (handler, hctx, htask) = (shared.handler.clone(), ctx.clone(), user_task(msg));
+        let call = HandlerCall::new(move || handler.process_task(hctx, htask));
+        let ended = tokio::select! {
+            // Fixed order (R2): see `outcome`.
+            biased;
+            r = call => Ended::Handler(r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location())))),
+            _ = running.cancel.cancelled() => Ended::Cancelled,
+            _ = tokio::time::sleep(until_deadline) => Ended::Deadline,
+        };
+        outcome(ended, &running, shared.broker.now())
     };
     // Handler code listening on the token stops with the task.
     running.cancel.cancel();
@@ -807,7 +858,9 @@ async fn fail(
     ack: mpsc::UnboundedSender<Ack>,
 ) {
     if let Some(h) = &shared.error_handler {
-        h(ctx, &task, &err);
+        // A panic in it is logged (by the hook) and the failure goes on.
+        // asynq divergence: COMPATIBILITY.md#r1
+        let _ = call_user("error handler", || h(ctx, &task, &err));
     }
     let msg = &running.task.msg;
     if !running.lease_valid(shared.broker.now()) {
@@ -875,71 +928,6 @@ where
     }
 }
 
-thread_local! {
-    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
-    /// Set while this thread polls a handler future (see [`HandlerPanics`]).
-    static IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Records each panic's `file:line` for the worker that catches it (the
-/// handler runs on the thread that polls it, where the catch reads it back).
-/// A handler's panic becomes a task failure, so it is logged as one line
-/// (no backtrace); any other panic goes to the previous hook as usual.
-fn install_panic_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let location = info
-                .location()
-                .map(|l| format!("{}:{}", l.file(), l.line()));
-            if IN_HANDLER.with(|h| h.get()) {
-                let payload = info.payload();
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_string());
-                tracing::error!(
-                    location = location.as_deref().unwrap_or("?"),
-                    "task handler panicked: {message}"
-                );
-                PANIC_LOCATION.with(|l| *l.borrow_mut() = location);
-            } else {
-                previous(info);
-            }
-        }));
-    });
-}
-
-/// Polls a handler future with panics caught, marking the thread as "in a
-/// handler" during each poll so the hook knows the panic is a task failure.
-struct HandlerPanics<F>(F);
-
-impl<F: std::future::Future + Unpin> std::future::Future for HandlerPanics<F> {
-    type Output = std::thread::Result<F::Output>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        IN_HANDLER.with(|h| h.set(true));
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            std::pin::Pin::new(&mut self.0).poll(cx)
-        }));
-        IN_HANDLER.with(|h| h.set(false));
-        match r {
-            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Err(payload) => std::task::Poll::Ready(Err(payload)),
-        }
-    }
-}
-
-fn take_panic_location() -> Option<String> {
-    PANIC_LOCATION.with(|l| l.borrow_mut().take())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -968,6 +956,61 @@ mod tests {
         assert_eq!(
             compute_deadline(60, 1_010, now),
             DateTime::from_timestamp(1_010, 0).unwrap()
+        );
+    }
+
+    /// R2: a cancellation or a passed deadline is the failure whatever
+    /// error the handler returned, in that order; an Ok stands.
+    #[test]
+    fn r2_outcome_takes_cancellation_then_deadline_before_the_handlers_error() {
+        let now = at(1_000);
+        let running = |deadline: DateTime<Utc>, reason: Option<CancelReason>| {
+            let r = Running::new(WireTask::default(), now, deadline, now);
+            if let Some(reason) = reason {
+                r.cancel_with(reason);
+            }
+            r
+        };
+        let skip = || Ended::Handler(Err(TaskError::new(super::super::SkipRetry)));
+        let text = |r: Result<(), TaskError>| r.map_err(|e| super::super::error_text(&e));
+        let later = now + chrono::Duration::seconds(60);
+        let cancelled = running(later, Some(CancelReason::Canceled));
+        assert_eq!(
+            text(outcome(skip(), &cancelled, now)),
+            Err("context canceled".into())
+        );
+        assert_eq!(
+            text(outcome(Ended::Cancelled, &cancelled, now)),
+            Err("context canceled".into())
+        );
+        assert_eq!(
+            text(outcome(Ended::Handler(Ok(())), &cancelled, now)),
+            Ok(())
+        );
+        let lost = running(later, Some(CancelReason::LeaseExpired));
+        assert_eq!(
+            text(outcome(skip(), &lost, now)),
+            Err("asynq: task lease expired".into())
+        );
+        // Cancelled after its deadline: the cancellation is named.
+        let both = running(now, Some(CancelReason::Canceled));
+        assert_eq!(
+            text(outcome(skip(), &both, now)),
+            Err("context canceled".into())
+        );
+        let past = running(now, None);
+        assert_eq!(
+            text(outcome(skip(), &past, now)),
+            Err("context deadline exceeded".into())
+        );
+        assert_eq!(
+            text(outcome(Ended::Deadline, &past, now)),
+            Err("context deadline exceeded".into())
+        );
+        let live = running(later, None);
+        assert_eq!(
+            text(outcome(skip(), &live, now)),
+            Err("skip retry for the task".into())
         );
     }
 

@@ -17,10 +17,11 @@
 -- ARGV[6] daily counter expiry, unix s
 -- ARGV[7] MaxInt64
 -- ARGV[8] task key prefix asynq:{<q>}:t:
--- Returns: 1 done; 0 not in active; -1 no lease.
+-- Returns: 1 done; 0 not in active; -1 no lease. When a counter could not
+-- be incremented: {{bad counter keys}, 1} (see lib/count_stats).
 -- The task is written before the trim, so the set and the hashes stay
 -- consistent even if the trim reaches the new task (clock skew).
--- asynq divergence: COMPATIBILITY.md#g3
+-- asynq divergence: COMPATIBILITY.md#g3, COMPATIBILITY.md#r6
 if redis.call("LREM", KEYS[2], 0, ARGV[1]) == 0 then
     return 0
 end
@@ -33,4 +34,4 @@ trim_archive(KEYS[4], ARGV[8], ARGV[4], ARGV[5])
 count_daily(KEYS[5], 1, ARGV[6])
 count_daily(KEYS[6], 1, ARGV[6])
 count_failure_totals(KEYS[7], KEYS[8], ARGV[7])
-return 1
+return counted(1)

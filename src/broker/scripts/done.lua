@@ -11,6 +11,8 @@
 -- ARGV[4] n, then the n task ids, then (position, unique lock key) pairs
 -- for the tasks that hold a lock (see lib/finish_tasks)
 -- Returns: 1 when every task was finished, else one code per task, in
--- order: 1 done; 0 not in active; -1 no lease; -2 no task hash.
--- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w11
-return finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 4)
+-- order: 1 done; 0 not in active; -1 no lease; -2 no task hash. When a
+-- counter could not be incremented: {{bad counter keys}, that reply} (see
+-- lib/count_stats).
+-- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w11, COMPATIBILITY.md#r6
+return counted(finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 4))

@@ -17,13 +17,14 @@
 -- ARGV[4] onwards
 -- Returns: dequeue.lua's reply with one more value at the end, the codes as
 -- done.lua replies them (1, or an array of one code per task): {id_1, ...,
--- id_n, msg_1, ..., msg_n, codes}. The finishing happens first,
+-- id_n, msg_1, ..., msg_n, codes}; codes wrapped as done.lua wraps them
+-- when a counter could not be incremented. The finishing happens first,
 -- exactly as a done call followed by a dequeue call.
--- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2, COMPATIBILITY.md#w11
+-- asynq divergence: COMPATIBILITY.md#w1, COMPATIBILITY.md#w2, COMPATIBILITY.md#w11, COMPATIBILITY.md#r6
 if tonumber(ARGV[5]) > LEASE_MAX then
     return redis.error_reply("at most " .. LEASE_MAX .. " tasks per lease call")
 end
-local codes = finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 8)
+local codes = counted(finish_tasks(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV, 8))
 if ARGV[5] == "0" then
     return {codes}
 end

@@ -14,8 +14,9 @@
 -- ARGV[4] encoded TaskMessage with completed_at set
 -- ARGV[5] MaxInt64
 -- Returns: 1 done; 0 not in active; -1 no lease; -2 already completed (Go:
--- error reply INTERNAL, after the same steps).
--- asynq divergence: COMPATIBILITY.md#w7
+-- error reply INTERNAL, after the same steps). When a counter could not be
+-- incremented: {{bad counter keys}, 1} (see lib/count_stats).
+-- asynq divergence: COMPATIBILITY.md#w7, COMPATIBILITY.md#r6
 if redis.call("LREM", KEYS[1], 0, ARGV[1]) == 0 then
     return 0
 end
@@ -31,4 +32,4 @@ count_total(KEYS[6], 1, ARGV[5])
 if KEYS[7] and redis.call("GET", KEYS[7]) == ARGV[1] then
     redis.call("DEL", KEYS[7])
 end
-return 1
+return counted(1)

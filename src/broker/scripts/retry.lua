@@ -14,7 +14,9 @@
 -- ARGV[4] daily counter expiry, unix s
 -- ARGV[5] 1 when the error counts as a failure, else 0 (S24)
 -- ARGV[6] MaxInt64
--- Returns: 1 done; 0 not in active; -1 no lease.
+-- Returns: 1 done; 0 not in active; -1 no lease. When a counter could not
+-- be incremented: {{bad counter keys}, 1} (see lib/count_stats).
+-- asynq divergence: COMPATIBILITY.md#r6
 if redis.call("LREM", KEYS[2], 0, ARGV[1]) == 0 then
     return 0
 end
@@ -28,4 +30,4 @@ if ARGV[5] == "1" then
     count_daily(KEYS[6], 1, ARGV[4])
     count_failure_totals(KEYS[7], KEYS[8], ARGV[6])
 end
-return 1
+return counted(1)
