@@ -13,6 +13,7 @@ mod interop;
 mod maintenance;
 mod server_interop;
 mod server_seeds;
+mod reliability_data;
 mod server_smoke;
 mod servers;
 mod web_api;

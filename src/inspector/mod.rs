@@ -9,10 +9,12 @@
 //! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
 //! (servers with their workers, scheduler entries and events), `info.rs`
-//! (Redis `INFO` and cluster facts), `samples.rs` (the outage signal: retry
+//! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
+//! hashes: check and bounded sweep), `samples.rs` (the outage signal: retry
 //! growth from asynqdeck's own samples).
 
 mod info;
+mod left_behind;
 mod queues;
 mod samples;
 mod servers;
@@ -24,7 +26,10 @@ pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
     QueueSample, RetryGrowth, retry_growth,
 };
-pub use servers::{SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, WorkerInfo};
+pub use servers::{
+    SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
+};
+pub use crate::broker::SweepCount;
 pub use tasks::{Page, TaskRow};
 
 use crate::broker::Broker;
