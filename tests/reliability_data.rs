@@ -68,13 +68,7 @@ impl Answer {
 }
 
 /// Sends a request; `htmx` adds `HX-Request`, `token` the CSRF header.
-async fn send(
-    app: &Router,
-    method: Method,
-    uri: &str,
-    htmx: bool,
-    token: Option<&str>,
-) -> Answer {
+async fn send(app: &Router, method: Method, uri: &str, htmx: bool, token: Option<&str>) -> Answer {
     let mut req = Request::builder().method(method).uri(uri);
     if htmx {
         req = req.header("HX-Request", "true");
@@ -150,18 +144,26 @@ async fn r10_big_payload_rows_show_exactly_their_head() {
     let tab = s.get("/queues/default/pending").await;
     assert_eq!(tab.status, StatusCode::OK, "{}", tab.body);
     assert_eq!(
-        count(&tab.body, &format!("<pre class=\"payload binary\">{hex}…</pre>")),
+        count(
+            &tab.body,
+            &format!("<pre class=\"payload binary\">{hex}…</pre>")
+        ),
         1,
         "binary row: {}",
         &tab.body[..tab.body.len().min(4000)]
     );
     assert_eq!(
-        count(&tab.body, &format!("<pre class=\"payload text\">{a200}…</pre>")),
+        count(
+            &tab.body,
+            &format!("<pre class=\"payload text\">{a200}…</pre>")
+        ),
         1
     );
     assert!(tab.body.len() < 100_000, "tab is {} bytes", tab.body.len());
 
-    let api = s.api(Method::GET, "/api/queues/default/pending_tasks").await;
+    let api = s
+        .api(Method::GET, "/api/queues/default/pending_tasks")
+        .await;
     assert_eq!(api.status, StatusCode::OK, "{}", api.body);
     let tasks = api.json()["tasks"].as_array().unwrap().clone();
     let payload_of = |id: &str| {
@@ -240,7 +242,10 @@ async fn r11_scheduler_entries_are_paged() {
             ids(&a.json())
         }
     };
-    assert_eq!(get_ids("/api/scheduler_entries?page=3&size=20").await, all[40..60]);
+    assert_eq!(
+        get_ids("/api/scheduler_entries?page=3&size=20").await,
+        all[40..60]
+    );
     assert_eq!(get_ids("/api/scheduler_entries?page=1").await, all[..20]);
     assert_eq!(get_ids("/api/scheduler_entries?size=5").await, all[..5]);
     // Ranks 2996..=3002 span both schedulers.
@@ -248,8 +253,15 @@ async fn r11_scheduler_entries_are_paged() {
         get_ids("/api/scheduler_entries?page=429&size=7").await,
         all[2996..3003]
     );
-    assert_eq!(get_ids("/api/scheduler_entries?page=250&size=20").await, all[4980..]);
-    assert!(get_ids("/api/scheduler_entries?page=251&size=20").await.is_empty());
+    assert_eq!(
+        get_ids("/api/scheduler_entries?page=250&size=20").await,
+        all[4980..]
+    );
+    assert!(
+        get_ids("/api/scheduler_entries?page=251&size=20")
+            .await
+            .is_empty()
+    );
     assert_eq!(get_ids("/api/scheduler_entries").await, all);
     let bad = s.api(Method::GET, "/api/scheduler_entries?page=0").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
@@ -259,7 +271,11 @@ async fn r11_scheduler_entries_are_paged() {
     assert_eq!(count(&page.body, "<tr class=\"entry\">"), 20);
     assert!(page.body.contains("1–20 of 5000"), "{}", page.body);
     assert!(page.body.contains(&format!(">{} <button", all[0])));
-    assert!(page.body.len() < 60_000, "page is {} bytes", page.body.len());
+    assert!(
+        page.body.len() < 60_000,
+        "page is {} bytes",
+        page.body.len()
+    );
     let last = s.get("/schedulers?page=100&size=50").await;
     assert_eq!(count(&last.body, "<tr class=\"entry\">"), 50);
     assert!(last.body.contains("4951–5000 of 5000"));
@@ -322,7 +338,10 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     assert_eq!(run.status, StatusCode::BAD_REQUEST, "{}", run.body);
     assert!(run.body.contains("left behind"), "{}", run.body);
     let archive = s
-        .api(Method::POST, "/api/queues/default/archived_tasks/lb1:archive")
+        .api(
+            Method::POST,
+            "/api/queues/default/archived_tasks/lb1:archive",
+        )
         .await;
     assert!(archive.status.is_client_error(), "{}", archive.status);
     let del = s
@@ -334,7 +353,8 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     let page = s.get("/queues/default/tasks/lb2").await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(
-        page.body.contains("Left behind:</strong> not in its archived set"),
+        page.body
+            .contains("Left behind:</strong> not in its archived set"),
         "{}",
         page.body
     );
@@ -363,12 +383,23 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
         .await
         .unwrap();
     for (method, uri) in [
-        (Method::POST, "/api/queues/default/scheduled_tasks/ghost:run"),
-        (Method::POST, "/api/queues/default/scheduled_tasks/ghost:archive"),
+        (
+            Method::POST,
+            "/api/queues/default/scheduled_tasks/ghost:run",
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/scheduled_tasks/ghost:archive",
+        ),
         (Method::DELETE, "/api/queues/default/scheduled_tasks/ghost"),
     ] {
         let a = s.api(method.clone(), uri).await;
-        assert_eq!(a.status, StatusCode::NOT_FOUND, "{method} {uri}: {}", a.body);
+        assert_eq!(
+            a.status,
+            StatusCode::NOT_FOUND,
+            "{method} {uri}: {}",
+            a.body
+        );
     }
     for op in ["run", "archive", "delete"] {
         let a = s
@@ -444,17 +475,40 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
     // (`asynq:{default}:t:x}:archived` matches the prefix; not a hash).
     let c = s.insp.count_left_behind("default").await.unwrap();
     assert_eq!((c.scanned, c.found, c.deleted), (10, 5, 0));
-    let api = s.api(Method::GET, "/api/queues/default/left_behind_tasks").await;
+    let api = s
+        .api(Method::GET, "/api/queues/default/left_behind_tasks")
+        .await;
     assert_eq!(api.status, StatusCode::OK, "{}", api.body);
-    assert_eq!(api.json(), serde_json::json!({"scanned": 10, "left_behind": 5}));
+    assert_eq!(
+        api.json(),
+        serde_json::json!({"scanned": 10, "left_behind": 5})
+    );
     let page = s.get("/queues/default/left_behind").await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(page.body.contains("<strong data-field=\"found\">5</strong>"), "{}", page.body);
+    assert!(
+        page.body
+            .contains("<strong data-field=\"found\">5</strong>"),
+        "{}",
+        page.body
+    );
     assert!(page.body.contains("Delete 5 left-behind tasks"));
-    assert!(s.exists(&keys::task_key("default", "a1")).await, "counting deletes nothing");
+    assert!(
+        s.exists(&keys::task_key("default", "a1")).await,
+        "counting deletes nothing"
+    );
     assert!(s.insp.is_left_behind("default", "a1").await.unwrap());
-    assert!(!s.insp.is_left_behind("default", "keep-archived").await.unwrap());
-    assert!(!s.insp.is_left_behind("default", "keep-pending").await.unwrap());
+    assert!(
+        !s.insp
+            .is_left_behind("default", "keep-archived")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !s.insp
+            .is_left_behind("default", "keep-pending")
+            .await
+            .unwrap()
+    );
 
     // Without the CSRF token, and in read-only mode: refused.
     let refused = send(
@@ -488,21 +542,37 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
 
     let done = s.post("/queues/default/left_behind/delete").await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.body);
-    assert!(done.body.contains("<strong data-field=\"deleted\">5</strong>"), "{}", done.body);
+    assert!(
+        done.body
+            .contains("<strong data-field=\"deleted\">5</strong>"),
+        "{}",
+        done.body
+    );
     for id in ["a1", "a2", "a3", "r1", "g1"] {
-        assert!(!s.exists(&keys::task_key("default", id)).await, "{id} deleted");
+        assert!(
+            !s.exists(&keys::task_key("default", id)).await,
+            "{id} deleted"
+        );
     }
-    assert!(!s.exists(&r1_lock).await, "the swept task's lock is released");
+    assert!(
+        !s.exists(&r1_lock).await,
+        "the swept task's lock is released"
+    );
     for id in ["keep-archived", "keep-pending", "keep-scheduled"] {
         assert!(s.exists(&keys::task_key("default", id)).await, "{id} kept");
     }
     assert!(s.exists(&other_key).await, "another queue's task is kept");
     let api = s
-        .api(Method::POST, "/api/queues/default/left_behind_tasks:delete_all")
+        .api(
+            Method::POST,
+            "/api/queues/default/left_behind_tasks:delete_all",
+        )
         .await;
     assert_eq!(api.status, StatusCode::OK, "{}", api.body);
     assert_eq!(api.json(), serde_json::json!({"scanned": 5, "deleted": 0}));
-    let unknown = s.api(Method::GET, "/api/queues/nope/left_behind_tasks").await;
+    let unknown = s
+        .api(Method::GET, "/api/queues/nope/left_behind_tasks")
+        .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
 }
 
@@ -517,7 +587,15 @@ fn peer_id(v: &Value) -> String {
 /// the hash has no `unique_key` field (the lock is named only in msg).
 async fn go_group_task(s: &mut Setup, db: &TestDb, payload: &str) -> (String, String) {
     let id = peer_id(&db.peer_ok(&[
-        "enqueue", "--type", "t", "--payload", payload, "--group", "g", "--unique", "1h",
+        "enqueue",
+        "--type",
+        "t",
+        "--payload",
+        payload,
+        "--group",
+        "g",
+        "--unique",
+        "1h",
     ]));
     let lock = keys::unique_key("default", "t", Some(payload.as_bytes()));
     let holder: Option<String> = s.raw.get(&lock).await.unwrap();
@@ -543,20 +621,40 @@ async fn r13_deleting_go_group_tasks_releases_their_locks() {
     s.insp.delete_task("default", &id1).await.unwrap();
     assert!(!s.exists(&lock1).await, "delete one: lock released");
     db.peer_ok(&[
-        "enqueue", "--type", "t", "--payload", "p1", "--group", "g", "--unique", "1h",
+        "enqueue",
+        "--type",
+        "t",
+        "--payload",
+        "p1",
+        "--group",
+        "g",
+        "--unique",
+        "1h",
     ]);
 
     let (_, lock2) = go_group_task(&mut s, &db, "p2").await;
     let (_, lock3) = go_group_task(&mut s, &db, "p3").await;
-    assert_eq!(s.insp.delete_all_aggregating("default", "g").await.unwrap(), 3);
+    assert_eq!(
+        s.insp.delete_all_aggregating("default", "g").await.unwrap(),
+        3
+    );
     for lock in [&lock1, &lock2, &lock3] {
-        assert!(!s.exists(lock).await, "delete all of a group: {lock} released");
+        assert!(
+            !s.exists(lock).await,
+            "delete all of a group: {lock} released"
+        );
     }
 
     let (id4, lock4) = go_group_task(&mut s, &db, "p4").await;
     s.insp.run_task("default", &id4).await.unwrap();
     assert!(s.exists(&lock4).await, "run keeps the lock (as Go)");
-    assert_eq!(s.insp.delete_all("default", TaskState::Pending).await.unwrap(), 1);
+    assert_eq!(
+        s.insp
+            .delete_all("default", TaskState::Pending)
+            .await
+            .unwrap(),
+        1
+    );
     assert!(!s.exists(&lock4).await, "delete all pending: lock released");
 
     // Through the API: one group task, then a group.

@@ -128,6 +128,9 @@ mod tests {
 
     #[test]
     fn scan_patterns_escape_globs() {
-        assert_eq!(glob_escape("asynq:{a*b?[c]\\}:t:"), "asynq:{a\\*b\\?\\[c\\]\\\\}:t:");
+        assert_eq!(
+            glob_escape("asynq:{a*b?[c]\\}:t:"),
+            "asynq:{a\\*b\\?\\[c\\]\\\\}:t:"
+        );
     }
 }

@@ -20,6 +20,7 @@ mod samples;
 mod servers;
 mod tasks;
 
+pub use crate::broker::SweepCount;
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
 pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow, StatsHints};
 pub use samples::{
@@ -29,7 +30,6 @@ pub use samples::{
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
 };
-pub use crate::broker::SweepCount;
 pub use tasks::{Page, TaskRow};
 
 use crate::broker::Broker;

@@ -212,10 +212,7 @@ impl Inspector {
     pub async fn scheduler_entries_page(&self, page: Page) -> Result<SchedulerEntriesPage> {
         page.validate()?;
         let start = (page.number - 1).saturating_mul(page.size);
-        let (entries, total) = self
-            .broker
-            .scheduler_entries_page(start, page.size)
-            .await?;
+        let (entries, total) = self.broker.scheduler_entries_page(start, page.size).await?;
         Ok(SchedulerEntriesPage {
             entries: entries.into_iter().map(SchedulerEntry::from).collect(),
             total,

@@ -222,7 +222,10 @@ mod tests {
         // A multi-byte character cut by the head boundary is not binary.
         let cyr = "я".repeat(3000);
         let p = preview(cyr.as_bytes(), max, true);
-        assert_eq!((p.kind, p.text, p.truncated), ("text", "я".repeat(max), true));
+        assert_eq!(
+            (p.kind, p.text, p.truncated),
+            ("text", "я".repeat(max), true)
+        );
     }
 
     #[test]

@@ -20,7 +20,12 @@ pub const COLLECTION: &str = "left_behind_tasks";
 /// Answers `GET /queues/{q}/left_behind_tasks` and
 /// `POST /queues/{q}/left_behind_tasks:delete_all`; other verbs are 404,
 /// other methods 405.
-pub async fn handle(state: &AppState, method: Method, queue: &str, verb: Option<&str>) -> ApiResult {
+pub async fn handle(
+    state: &AppState,
+    method: Method,
+    queue: &str,
+    verb: Option<&str>,
+) -> ApiResult {
     state.inspector.queue_info(queue).await?;
     match (verb, method) {
         (None, Method::GET | Method::HEAD) => {

@@ -587,8 +587,14 @@ mod tests {
         big[head..].fill(0);
         assert_eq!(format_bytes(&big, None), NON_PRINTABLE);
         let cyr = "я".repeat(300);
-        assert_eq!(format_bytes(cyr.as_bytes(), Some(200)), format!("{}…", "я".repeat(200)));
-        assert_eq!(format_bytes("я".repeat(200).as_bytes(), Some(200)), "я".repeat(200));
+        assert_eq!(
+            format_bytes(cyr.as_bytes(), Some(200)),
+            format!("{}…", "я".repeat(200))
+        );
+        assert_eq!(
+            format_bytes("я".repeat(200).as_bytes(), Some(200)),
+            "я".repeat(200)
+        );
     }
 
     /// Go's `Duration.String()` after `Round(10ms)`, as asynqmon's
