@@ -7,7 +7,9 @@
 //! - R11: `/schedulers` and `/api/scheduler_entries` page 5,000 entries.
 //! - R12: left-behind task hashes (state names a set that does not hold
 //!   them) never answer 5xx, are shown for what they are, can be deleted
-//!   one by one and swept in bulk; ids without a hash answer 404.
+//!   one by one and swept in bulk, a job of bounded slices that the
+//!   inspector, `/api` and the page's htmx continuation follow by cursor;
+//!   ids without a hash answer 404.
 //! - R13: every delete path releases the unique lock of a Go-enqueued
 //!   group task, whose lock is named only inside its msg.
 
@@ -15,6 +17,7 @@ use std::time::Duration;
 
 use asynqdeck::broker::proto::{SchedulerEntry, Timestamp};
 use asynqdeck::broker::{Broker, keys};
+use asynqdeck::inspector::{SweepBudget, SweepCount};
 use asynqdeck::web::{AppState, WebConfig};
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
 use axum::Router;
@@ -26,6 +29,7 @@ use redis::aio::MultiplexedConnection as Conn;
 use serde_json::Value;
 use tower::ServiceExt;
 
+use crate::support::htmx::{HxRequest, continuation, field, form_body, hx_request};
 use crate::support::{self, TestDb};
 
 struct Setup {
@@ -38,8 +42,13 @@ struct Setup {
 }
 
 async fn setup_with(db: &TestDb, config: WebConfig) -> Setup {
+    setup_budget(db, config, SweepBudget::default()).await
+}
+
+/// A setup whose inspector (the app's too) sweeps with `budget` per slice.
+async fn setup_budget(db: &TestDb, config: WebConfig, budget: SweepBudget) -> Setup {
     let broker = Broker::connect(&db.url()).await.unwrap();
-    let insp = Inspector::from_broker(broker.clone());
+    let insp = Inspector::from_broker(broker.clone()).with_sweep_budget(budget);
     let state = AppState::new(insp.clone(), config);
     Setup {
         token: state.csrf_token.to_string(),
@@ -69,6 +78,18 @@ impl Answer {
 
 /// Sends a request; `htmx` adds `HX-Request`, `token` the CSRF header.
 async fn send(app: &Router, method: Method, uri: &str, htmx: bool, token: Option<&str>) -> Answer {
+    send_body(app, method, uri, htmx, token, String::new()).await
+}
+
+/// [`send`] with a form body (`a=1&b=2`).
+async fn send_body(
+    app: &Router,
+    method: Method,
+    uri: &str,
+    htmx: bool,
+    token: Option<&str>,
+    body: String,
+) -> Answer {
     let mut req = Request::builder().method(method).uri(uri);
     if htmx {
         req = req.header("HX-Request", "true");
@@ -80,7 +101,7 @@ async fn send(app: &Router, method: Method, uri: &str, htmx: bool, token: Option
     }
     let resp = app
         .clone()
-        .oneshot(req.body(Body::empty()).unwrap())
+        .oneshot(req.body(Body::from(body)).unwrap())
         .await
         .unwrap();
     let status = resp.status();
@@ -409,15 +430,96 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     }
 }
 
-/// The bulk sweep: the count (preview) changes nothing; the delete removes
-/// exactly the left-behind tasks (archived, retry, aggregating) with their
-/// locks, and keeps every task in its set, pending ones, and a task of a
-/// queue whose name extends this queue's key prefix (`default}:t:x`).
-/// Pages, `/api`, CSRF and read-only as every action.
+/// One step per slice: ~160 task keys among ~370 keys (SCAN COUNT 100)
+/// make every sweep several slices.
+const ONE_STEP: SweepBudget = SweepBudget {
+    max_steps: 1,
+    max_time: Duration::from_secs(60),
+};
+
+/// `n` left-behind tasks `lb-<i>` of `queue` (scheduled, their zset then
+/// deleted), and 200 keys outside every queue, enough that deleting the
+/// left-behind ones never makes Redis shrink its key table (which would let
+/// SCAN return a key twice and the scanned totals differ).
+async fn bulk_left_behind(s: &mut Setup, queue: &str, n: usize) {
+    for i in 0..n {
+        s.client
+            .enqueue(
+                &Task::new("t", Vec::new()),
+                EnqueueOptions::new()
+                    .task_id(format!("lb-{i}"))
+                    .queue(queue)
+                    .process_in(Duration::from_secs(3600)),
+            )
+            .await
+            .unwrap();
+    }
+    let _: i64 = s.raw.del(keys::scheduled_key(queue)).await.unwrap();
+    let noise: Vec<(String, i64)> = (0..200).map(|i| (format!("noise:{i}"), i)).collect();
+    let _: () = s.raw.mset(&noise).await.unwrap();
+}
+
+async fn dbsize(s: &mut Setup) -> u64 {
+    redis::cmd("DBSIZE").query_async(&mut s.raw).await.unwrap()
+}
+
+/// Follows `/api` slices of `uri` from cursor 0 until the cursor is 0;
+/// each answer is exactly `{"scanned", <field>, "cursor"}`. Returns the
+/// summed `scanned` and `<field>` and the number of slices.
+async fn api_sweep(s: &Setup, method: Method, uri: &str, field: &str) -> (u64, u64, usize) {
+    let (mut cursor, mut scanned, mut n, mut slices) = (0u64, 0, 0, 0);
+    loop {
+        let a = s
+            .api(method.clone(), &format!("{uri}?cursor={cursor}"))
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{uri}: {}", a.body);
+        let v = a.json();
+        let mut names: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        let mut want = vec!["cursor", "scanned", field];
+        want.sort_unstable();
+        assert_eq!(names, want, "{}", a.body);
+        scanned += v["scanned"].as_u64().unwrap();
+        n += v[field].as_u64().unwrap();
+        slices += 1;
+        cursor = v["cursor"].as_u64().unwrap();
+        if cursor == 0 {
+            return (scanned, n, slices);
+        }
+        assert!(slices < 10_000, "the sweep never ends");
+    }
+}
+
+/// Follows [`Inspector::left_behind_slice`] from cursor 0 to the end.
+async fn inspector_sweep(s: &Setup, queue: &str, delete: bool) -> (SweepCount, usize) {
+    let (mut cursor, mut total, mut slices) = (0, SweepCount::default(), 0);
+    loop {
+        let (next, c) = s
+            .insp
+            .left_behind_slice(queue, cursor, delete)
+            .await
+            .unwrap();
+        total.add(c);
+        slices += 1;
+        if next == 0 {
+            return (total, slices);
+        }
+        cursor = next;
+    }
+}
+
+/// The bulk sweep, a job of bounded slices driven by a cursor: the count
+/// (preview) changes nothing; the delete removes exactly the left-behind
+/// tasks (archived, retry, aggregating) with their locks, and keeps every
+/// task in its set, pending ones, and a task of a queue whose name extends
+/// this queue's key prefix (`default}:t:x`). With one step per slice the
+/// inspector and `/api` take several slices whose numbers add up to the
+/// exact totals. CSRF and read-only refuse the delete as every action.
 #[tokio::test]
 async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
     let db = support::redis();
-    let mut s = setup(&db).await;
+    let mut s = setup_budget(&db, WebConfig::default(), ONE_STEP).await;
+    bulk_left_behind(&mut s, "default", 150).await;
     for id in ["a1", "a2", "a3"] {
         archived_task(&s, "default", id, EnqueueOptions::new()).await;
         leave_behind(&mut s, "default", id, TaskState::Archived).await;
@@ -470,33 +572,39 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
     archived_task(&s, "default}:t:x", "other", EnqueueOptions::new()).await;
     let other_key = keys::task_key("default}:t:x", "other");
     assert!(other_key.starts_with(&keys::task_key_prefix("default")));
+    let size = dbsize(&mut s).await;
 
-    // Scanned: the 9 task keys and the other queue's archived zset
+    // Scanned: the 159 task keys and the other queue's archived zset
     // (`asynq:{default}:t:x}:archived` matches the prefix; not a hash).
+    let (c, slices) = inspector_sweep(&s, "default", false).await;
+    assert_eq!((c.scanned, c.found, c.deleted), (160, 155, 0));
+    assert!(slices > 1, "one step per slice: {slices} slices");
+    // The time bound: no time left after the first step ends each slice.
+    let timed = Setup {
+        insp: s.insp.clone().with_sweep_budget(SweepBudget {
+            max_steps: 1000,
+            max_time: Duration::ZERO,
+        }),
+        ..setup(&db).await
+    };
+    let (c, slices) = inspector_sweep(&timed, "default", false).await;
+    assert_eq!((c.scanned, c.found, c.deleted), (160, 155, 0));
+    assert!(slices > 1, "one step per slice: {slices} slices");
+    // The whole count in one call (for library users).
     let c = s.insp.count_left_behind("default").await.unwrap();
-    assert_eq!((c.scanned, c.found, c.deleted), (10, 5, 0));
-    let api = s
-        .api(Method::GET, "/api/queues/default/left_behind_tasks")
-        .await;
-    assert_eq!(api.status, StatusCode::OK, "{}", api.body);
-    assert_eq!(
-        api.json(),
-        serde_json::json!({"scanned": 10, "left_behind": 5})
-    );
-    let page = s.get("/queues/default/left_behind").await;
-    assert_eq!(page.status, StatusCode::OK);
-    assert!(
-        page.body
-            .contains("<strong data-field=\"found\">5</strong>"),
-        "{}",
-        page.body
-    );
-    assert!(page.body.contains("Delete 5 left-behind tasks"));
-    assert!(
-        s.exists(&keys::task_key("default", "a1")).await,
-        "counting deletes nothing"
-    );
+    assert_eq!((c.scanned, c.found, c.deleted), (160, 155, 0));
+    let (scanned, found, slices) = api_sweep(
+        &s,
+        Method::GET,
+        "/api/queues/default/left_behind_tasks",
+        "left_behind",
+    )
+    .await;
+    assert_eq!((scanned, found), (160, 155));
+    assert!(slices > 1, "one step per slice: {slices} slices");
+    assert_eq!(dbsize(&mut s).await, size, "counting deletes nothing");
     assert!(s.insp.is_left_behind("default", "a1").await.unwrap());
+    assert!(s.insp.is_left_behind("default", "lb-0").await.unwrap());
     assert!(
         !s.insp
             .is_left_behind("default", "keep-archived")
@@ -509,14 +617,22 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
             .await
             .unwrap()
     );
+    let bad = s
+        .api(
+            Method::GET,
+            "/api/queues/default/left_behind_tasks?cursor=x",
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
 
     // Without the CSRF token, and in read-only mode: refused.
-    let refused = send(
+    let refused = send_body(
         &s.app,
         Method::POST,
         "/queues/default/left_behind/delete",
         true,
         None,
+        "cursor=0".into(),
     )
     .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
@@ -533,22 +649,25 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
     let refused = ro
         .api(
             Method::POST,
-            "/api/queues/default/left_behind_tasks:delete_all",
+            "/api/queues/default/left_behind_tasks:delete_all?cursor=0",
         )
         .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     let ro_page = ro.get("/queues/default/left_behind").await;
     assert!(!ro_page.body.contains("left_behind/delete"));
+    assert_eq!(dbsize(&mut s).await, size, "refusals delete nothing");
 
-    let done = s.post("/queues/default/left_behind/delete").await;
-    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
-    assert!(
-        done.body
-            .contains("<strong data-field=\"deleted\">5</strong>"),
-        "{}",
-        done.body
-    );
-    for id in ["a1", "a2", "a3", "r1", "g1"] {
+    let (scanned, deleted, slices) = api_sweep(
+        &s,
+        Method::POST,
+        "/api/queues/default/left_behind_tasks:delete_all",
+        "deleted",
+    )
+    .await;
+    assert_eq!((scanned, deleted), (160, 155));
+    assert!(slices > 1, "one step per slice: {slices} slices");
+    assert_eq!(dbsize(&mut s).await, size - 155 - 1, "and r1's lock");
+    for id in ["a1", "a2", "a3", "r1", "g1", "lb-0", "lb-149"] {
         assert!(
             !s.exists(&keys::task_key("default", id)).await,
             "{id} deleted"
@@ -562,18 +681,186 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
         assert!(s.exists(&keys::task_key("default", id)).await, "{id} kept");
     }
     assert!(s.exists(&other_key).await, "another queue's task is kept");
-    let api = s
-        .api(
-            Method::POST,
-            "/api/queues/default/left_behind_tasks:delete_all",
-        )
-        .await;
-    assert_eq!(api.status, StatusCode::OK, "{}", api.body);
-    assert_eq!(api.json(), serde_json::json!({"scanned": 5, "deleted": 0}));
+    let (c, _) = inspector_sweep(&s, "default", true).await;
+    assert_eq!((c.scanned, c.found, c.deleted), (5, 0, 0));
     let unknown = s
         .api(Method::GET, "/api/queues/nope/left_behind_tasks")
         .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let unknown = s
+        .api(Method::GET, "/api/queues/nope/left_behind_tasks?cursor=5")
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+}
+
+impl Setup {
+    /// Sends `r` as htmx would (HX-Request, the CSRF header, the form).
+    async fn hx(&self, r: &HxRequest) -> Answer {
+        send_body(
+            &self.app,
+            r.method.clone(),
+            &r.url,
+            true,
+            Some(&self.token),
+            form_body(&r.fields),
+        )
+        .await
+    }
+}
+
+/// The page's sweep as a browser runs it: the preview fragment re-requests
+/// itself with the cursor (`hx-get`, `hx-trigger="load"`) until done,
+/// showing the progress, and deletes nothing; its Delete form starts the
+/// delete, whose fragments post the next cursor with the CSRF token
+/// (hidden inputs) until the final report. Each slice also works without
+/// JS (a link, a submit button). The queue name is escaped everywhere;
+/// read-only mode and a missing token refuse the delete.
+#[tokio::test]
+async fn r12_left_behind_page_follows_the_htmx_continuation() {
+    const Q: &str = "q<&\"x";
+    const Q_URL: &str = "/queues/q%3C%26%22x";
+    let db = support::redis();
+    let mut s = setup_budget(&db, WebConfig::default(), ONE_STEP).await;
+    bulk_left_behind(&mut s, Q, 150).await;
+    archived_task(&s, Q, "keep", EnqueueOptions::new()).await;
+    let size = dbsize(&mut s).await;
+
+    // The page (no htmx): the first slice, its continuation, a no-JS link.
+    let page = send(
+        &s.app,
+        Method::GET,
+        &format!("{Q_URL}/left_behind"),
+        false,
+        None,
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("<h1>"), "{}", page.body);
+    assert!(!page.body.contains(Q), "escaped: {}", page.body);
+    assert!(page.body.contains("q&#60;&#38;&#34;x"), "{}", page.body);
+    let mut next = continuation(&page.body).expect("the first slice is not all");
+    assert_eq!(next.method, Method::GET);
+    assert!(
+        next.url
+            .starts_with(&format!("{Q_URL}/left_behind?cursor=")),
+        "{next:?}"
+    );
+    assert!(
+        page.body
+            .contains(&format!("href=\"{}\"", next.url.replace('&', "&#38;"))),
+        "a no-JS link to the next slice: {}",
+        page.body
+    );
+    assert!(page.body.contains("keys so far"), "{}", page.body);
+    let mut scanned = field(&page.body, "scanned").unwrap();
+    let mut slices = 1;
+    let done = loop {
+        let a = s.hx(&next).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        assert!(
+            a.body.starts_with("<section id=\"left-behind\""),
+            "{}",
+            a.body
+        );
+        slices += 1;
+        let now = field(&a.body, "scanned").unwrap();
+        assert!(now >= scanned, "{now} after {scanned}");
+        scanned = now;
+        match continuation(&a.body) {
+            Some(n) => {
+                assert!(a.body.contains("keys so far"), "{}", a.body);
+                next = n;
+            }
+            None => break a,
+        }
+    };
+    assert!(slices > 2, "{slices} slices");
+    assert_eq!(
+        (field(&done.body, "scanned"), field(&done.body, "found")),
+        (Some(151), Some(150)),
+        "{}",
+        done.body
+    );
+    assert_eq!(dbsize(&mut s).await, size, "the preview deletes nothing");
+
+    // Read-only: no Delete form; a delete slice is refused.
+    let ro = setup_budget(
+        &db,
+        WebConfig {
+            read_only: true,
+            ..WebConfig::default()
+        },
+        ONE_STEP,
+    )
+    .await;
+    let ro_page = ro.get(&format!("{Q_URL}/left_behind")).await;
+    assert!(
+        !ro_page.body.contains("left_behind/delete"),
+        "{}",
+        ro_page.body
+    );
+
+    // The Delete form, then the delete's slices.
+    let at = done.body.find("<form").expect("a Delete form");
+    let mut next = hx_request(&done.body, at + 1);
+    assert_eq!(next.method, Method::POST);
+    assert_eq!(next.url, format!("{Q_URL}/left_behind/delete"));
+    assert!(
+        next.fields
+            .contains(&("csrf_token".to_string(), s.token.clone())),
+        "{next:?}"
+    );
+    assert_eq!(ro.hx(&next).await.status, StatusCode::FORBIDDEN);
+    let no_token = send_body(
+        &s.app,
+        Method::POST,
+        &next.url,
+        true,
+        None,
+        form_body(&next.fields),
+    )
+    .await;
+    assert_eq!(no_token.status, StatusCode::FORBIDDEN);
+    assert_eq!(dbsize(&mut s).await, size, "refusals delete nothing");
+    let mut slices = 0;
+    let mut deleted = 0;
+    let done = loop {
+        let a = s.hx(&next).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        slices += 1;
+        let now = field(&a.body, "deleted").unwrap();
+        assert!(now >= deleted, "{now} after {deleted}");
+        deleted = now;
+        match continuation(&a.body) {
+            Some(n) => {
+                assert!(a.body.contains("keys so far"), "{}", a.body);
+                assert_eq!(n.method, Method::POST);
+                assert!(
+                    n.fields
+                        .contains(&("csrf_token".to_string(), s.token.clone())),
+                    "{n:?}"
+                );
+                assert!(
+                    a.body.contains(&format!("href=\"{Q_URL}\">Cancel</a>")),
+                    "{}",
+                    a.body
+                );
+                assert!(a.body.contains("type=\"submit\""), "no-JS: {}", a.body);
+                next = n;
+            }
+            None => break a,
+        }
+    };
+    assert!(slices > 1, "{slices} slices");
+    assert_eq!(
+        (field(&done.body, "scanned"), field(&done.body, "deleted")),
+        (Some(151), Some(150)),
+        "{}",
+        done.body
+    );
+    assert_eq!(dbsize(&mut s).await, size - 150);
+    assert!(s.exists(&keys::task_key(Q, "keep")).await);
+    assert!(!s.exists(&keys::task_key(Q, "lb-7")).await);
 }
 
 // ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ mod tasks;
 
 pub use crate::broker::SweepCount;
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
+pub use left_behind::SweepBudget;
 pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow, StatsHints};
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
@@ -39,20 +40,35 @@ use crate::error::Result;
 #[derive(Clone, Debug)]
 pub struct Inspector {
     broker: Broker,
+    sweep_budget: SweepBudget,
 }
 
 impl Inspector {
     /// Connects to Redis at `url` (`redis://host:port/db`). Errors with
     /// [`Error::Redis`](crate::Error::Redis) when Redis cannot be reached.
     pub async fn connect(url: &str) -> Result<Self> {
-        Ok(Inspector {
-            broker: Broker::connect(url).await?,
-        })
+        Ok(Inspector::from_broker(Broker::connect(url).await?))
     }
 
     /// An inspector on an existing broker connection.
     pub fn from_broker(broker: Broker) -> Self {
-        Inspector { broker }
+        Inspector {
+            broker,
+            sweep_budget: SweepBudget::default(),
+        }
+    }
+
+    /// This inspector with `budget` for each slice of the left-behind sweep
+    /// ([`Inspector::left_behind_slice`]; default [`SweepBudget::default`]).
+    /// Tests set a small one to make several slices out of a few keys.
+    pub fn with_sweep_budget(mut self, budget: SweepBudget) -> Self {
+        self.sweep_budget = budget;
+        self
+    }
+
+    /// The budget of one left-behind sweep slice.
+    pub fn sweep_budget(&self) -> SweepBudget {
+        self.sweep_budget
     }
 
     /// The broker this inspector uses.

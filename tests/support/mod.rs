@@ -5,6 +5,8 @@
 //! free loopback port, keeps nothing on disk, and dies with the test binary.
 #![allow(dead_code)]
 
+pub mod htmx;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;

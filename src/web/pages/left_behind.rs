@@ -1,20 +1,35 @@
-//! The left-behind sweep of one queue (R12): `GET /queues/{q}/left_behind`
-//! counts the queue's left-behind task hashes (the preview: nothing
-//! changes), and its button posts `POST /queues/{q}/left_behind/delete`,
-//! which deletes them (with their uniqueness locks) and answers the same
-//! fragment with the numbers. Both walk the queue's task keys in bounded
-//! steps ([`Inspector::left_behind_step`](crate::Inspector::left_behind_step)).
+//! The left-behind sweep of one queue (R12), a job of bounded slices that
+//! the browser drives, one slice per request
+//! ([`Inspector::left_behind_slice`](crate::Inspector::left_behind_slice)):
+//!
+//! - `GET /queues/{q}/left_behind[?cursor=N&scanned=S&found=F]` is the
+//!   preview (nothing changes): it counts one slice from cursor `N` and adds
+//!   it to the totals so far (`S`, `F`, carried by the URL). While the
+//!   cursor is not 0 the fragment re-requests itself with the next cursor
+//!   (`hx-get`, `hx-trigger="load"`) and shows "scanned N keys so far, M
+//!   left behind", with a no-JS "Continue counting" link to the same URL
+//!   and a Cancel link (to the queue page: not continuing stops the job).
+//!   Once done it shows the count and the Delete button.
+//! - `POST /queues/{q}/left_behind/delete` (form `cursor`, `scanned`,
+//!   `deleted`; cursor 0 starts) deletes one slice's left-behind tasks, with
+//!   their uniqueness locks, and answers the progress line with a form
+//!   that posts the next cursor and totals (hidden inputs, the CSRF token
+//!   among them) on load, a Continue button and a Cancel link; once done,
+//!   the report and a toast.
+//!
+//! A page (not htmx) request answers the whole page, else the fragment.
 //! The POST needs the CSRF token and is refused in read-only mode, like
 //! every dashboard action (`security.rs`). Go has no such operation.
 // asynq divergence: COMPATIBILITY.md#r12
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Form, Router};
+use serde::Deserialize;
 
 use super::queue_tab::{action_error, encode, trigger};
 use super::{Layout, is_htmx};
@@ -28,10 +43,15 @@ struct SweepFragment {
     layout: Layout,
     queue: String,
     queue_url: String,
-    /// What the count (or the delete) found.
+    /// The totals so far (the preview's `scanned`, `found`; the delete's
+    /// `scanned`, `deleted`).
     count: SweepCount,
-    /// Whether this answers the delete.
+    /// Whether this is the delete job (else the preview).
     deleted: bool,
+    /// The cursor of the next slice; 0 when the job is done.
+    cursor: u64,
+    /// The preview's next slice, with the totals (`GET`).
+    next_url: String,
 }
 
 #[derive(Template, WebTemplate)]
@@ -41,65 +61,143 @@ struct SweepPage {
     fragment: SweepFragment,
 }
 
+/// Where a preview slice starts and the totals before it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PreviewQuery {
+    cursor: u64,
+    scanned: u64,
+    found: u64,
+}
+
+/// Where a delete slice starts and the totals before it (the CSRF token
+/// the form also carries is checked by `security.rs`, from the header).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct DeleteForm {
+    cursor: u64,
+    scanned: u64,
+    deleted: u64,
+}
+
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/queues/{queue}/left_behind", get(view_get))
         .route("/queues/{queue}/left_behind/delete", post(delete_post))
 }
 
-fn fragment(state: &AppState, queue: &str, count: SweepCount, deleted: bool) -> SweepFragment {
+fn title(queue: &str) -> String {
+    format!("Left-behind tasks of {queue}")
+}
+
+fn fragment(
+    state: &AppState,
+    queue: &str,
+    count: SweepCount,
+    deleted: bool,
+    cursor: u64,
+) -> SweepFragment {
     let root = state.config.root_path.trim_end_matches('/');
+    let queue_url = format!("{root}/queues/{}", encode(queue));
+    let next_url = format!(
+        "{queue_url}/left_behind?cursor={cursor}&scanned={}&found={}",
+        count.scanned, count.found
+    );
     SweepFragment {
-        layout: Layout::new(state, format!("Left-behind tasks of {queue}"), "queues"),
+        layout: Layout::new(state, title(queue), "queues"),
         queue: queue.to_string(),
-        queue_url: format!("{root}/queues/{}", encode(queue)),
+        queue_url,
         count,
         deleted,
+        cursor,
+        next_url,
     }
 }
 
-/// `GET /queues/{q}/left_behind`: the count, as a page (or the fragment
-/// when htmx asks). Errors: 404 unknown queue, 503 Redis unreachable.
-async fn view_get(
-    State(state): State<AppState>,
-    Path(queue): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    let root = &state.config.root_path;
-    if let Err(e) = state.inspector.queue_info(&queue).await {
-        return PageError::from_error(e, root).into_response();
-    }
-    let count = match state.inspector.count_left_behind(&queue).await {
-        Ok(c) => c,
-        Err(e) => return PageError::from_error(e, root).into_response(),
-    };
-    let fragment = fragment(&state, &queue, count, false);
-    if is_htmx(&headers) {
+/// The fragment for htmx, else the page around it.
+fn answer(state: &AppState, headers: &HeaderMap, fragment: SweepFragment) -> Response {
+    if is_htmx(headers) {
         return fragment.into_response();
     }
     SweepPage {
-        layout: Layout::new(&state, format!("Left-behind tasks of {queue}"), "queues"),
+        layout: Layout::new(state, title(&fragment.queue), "queues"),
         fragment,
     }
     .into_response()
 }
 
-/// `POST /queues/{q}/left_behind/delete`: deletes them; answers the
-/// fragment with what was deleted and a toast.
-async fn delete_post(State(state): State<AppState>, Path(queue): Path<String>) -> Response {
+/// `GET /queues/{q}/left_behind`: one preview slice. Errors: 404 unknown
+/// queue, 400 malformed query, 503 Redis unreachable.
+async fn view_get(
+    State(state): State<AppState>,
+    Path(queue): Path<String>,
+    Query(q): Query<PreviewQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let root = &state.config.root_path;
+    let mut count = if q.cursor == 0 {
+        SweepCount::default()
+    } else {
+        SweepCount {
+            scanned: q.scanned,
+            found: q.found,
+            deleted: 0,
+        }
+    };
+    let (next, slice) = match state
+        .inspector
+        .left_behind_slice(&queue, q.cursor, false)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return PageError::from_error(e, root).into_response(),
+    };
+    count.add(slice);
+    let fragment = fragment(&state, &queue, count, false, next);
+    answer(&state, &headers, fragment)
+}
+
+/// `POST /queues/{q}/left_behind/delete`: one delete slice; the last one
+/// adds a toast with the total.
+async fn delete_post(
+    State(state): State<AppState>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    Form(f): Form<DeleteForm>,
+) -> Response {
     let root = state.config.root_path.trim_end_matches('/').to_string();
-    let count = match state.inspector.delete_left_behind(&queue).await {
-        Ok(c) => c,
+    let mut count = if f.cursor == 0 {
+        SweepCount::default()
+    } else {
+        SweepCount {
+            scanned: f.scanned,
+            found: f.deleted,
+            deleted: f.deleted,
+        }
+    };
+    let (next, slice) = match state
+        .inspector
+        .left_behind_slice(&queue, f.cursor, true)
+        .await
+    {
+        Ok(r) => r,
         Err(e) => return action_error(e, &root),
     };
-    state.stats.invalidate().await;
+    if slice.deleted > 0 {
+        state.stats.invalidate().await;
+    }
+    count.add(slice);
+    let fragment = fragment(&state, &queue, count, true, next);
+    if next != 0 {
+        return answer(&state, &headers, fragment);
+    }
     let message = format!(
         "Queue {queue}: {} left-behind tasks deleted.",
         count.deleted
     );
     (
         [trigger(&message, false)],
-        fragment(&state, &queue, count, true),
+        answer(&state, &headers, fragment),
     )
         .into_response()
 }
