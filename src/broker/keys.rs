@@ -100,6 +100,11 @@ pub fn aggregation_set_key(queue: &str, group: &str, set_id: &str) -> String {
     format!("asynq:{{{queue}}}:g:{group}:{set_id}")
 }
 
+/// `asynq:{<queue>}:unique:`, the prefix of every uniqueness lock of the queue.
+pub fn unique_key_prefix(queue: &str) -> String {
+    format!("asynq:{{{queue}}}:unique:")
+}
+
 /// `asynq:{<queue>}:unique:<type>:<md5 hex of payload>`: the uniqueness lock.
 ///
 /// Go `base.UniqueKey`: a `None` payload (Go `nil`) leaves the digest empty

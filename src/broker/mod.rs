@@ -11,7 +11,8 @@
 //! (every key name), `proto.rs` (protobuf messages),
 //! `enqueue.rs` (client writes), `queues.rs` (queue stats, history, pause,
 //! queue deletion), `tasks.rs` (task listing, lookup and inspector
-//! mutations), `servers.rs` (servers, workers, scheduler entries, cancel),
+//! mutations), `left_behind.rs` (the sweep of left-behind task hashes),
+//! `servers.rs` (servers, workers, scheduler entries, cancel),
 //! `pubsub.rs` (the `asynq:cancel` subscription), `info.rs` (`INFO` and
 //! cluster facts for the Redis page), `samples.rs` (asynqdeck's
 //! own outage-signal series, `asynqdeck:{<queue>}:samples`), `recovery.rs`
@@ -28,6 +29,7 @@ mod discovery;
 mod engine;
 mod enqueue;
 mod info;
+mod left_behind;
 mod pubsub;
 mod queues;
 mod recovery;
@@ -50,6 +52,7 @@ pub use engine::{
     RECOVER_BATCH, STATS_TTL,
 };
 pub use enqueue::EnqueueTarget;
+pub use left_behind::{SWEEP_SCAN_COUNT, SweepCount};
 pub(crate) use queues::{KeyKinds, QueueStats, StatsRequest};
 pub use recovery::{ActiveChunk, Adopted, Lacks, ORPHAN_SCAN_CHUNK};
 pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};

@@ -3,7 +3,8 @@
 //! Each [`redis::Script`] is built once (hashed once) and run with EVALSHA,
 //! falling back to loading it on NOSCRIPT. Scripts that write to the archive
 //! are prefixed with `lib/trim_archive.lua`, which defines the shared
-//! `trim_archive` function (Lua has no includes); likewise `lib/count_stats`
+//! `trim_archive` function (Lua has no includes); likewise `lib/release_lock`
+//! (a deleted task's uniqueness lock, named by its hash or its msg), `lib/count_stats`
 //! (statistics counters), `lib/lease_tasks` (dequeue), `lib/finish_tasks`
 //! (done), `lib/queue_counts` (one queue's counts) and `lib/memory_usage`
 //! (one queue's memory estimate).
@@ -81,13 +82,15 @@ scripts! {
     /// Move one task to the archive and trim it (asynq rdb.ArchiveTask).
     ARCHIVE_TASK => ["lib/trim_archive", "archive_task"];
     /// Delete one task and release its lock (asynq rdb.DeleteTask).
-    DELETE_TASK => ["delete_task"];
+    DELETE_TASK => ["lib/release_lock", "delete_task"];
     /// Move every task of a zset to pending (asynq rdb.RunAll*Tasks).
     RUN_ALL => ["run_all"];
     /// Move every task of a container to the archive and trim it (asynq rdb.ArchiveAll*Tasks).
     ARCHIVE_ALL => ["lib/trim_archive", "archive_all"];
     /// Delete every task of a container and release their locks (asynq rdb.DeleteAll*Tasks).
-    DELETE_ALL => ["delete_all"];
+    DELETE_ALL => ["lib/release_lock", "delete_all"];
+    /// Count or delete the left-behind task hashes among some task keys (asynqdeck only, R12).
+    LEFT_BEHIND => ["lib/release_lock", "left_behind"];
     /// Replace a scheduled task's msg, compare-and-set (asynq rdb.UpdateTaskPayload).
     UPDATE_TASK_PAYLOAD => ["update_task_payload"];
     /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).

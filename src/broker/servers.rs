@@ -22,6 +22,8 @@ use crate::error::{Error, Result};
 const SCHEDULER_HISTORY_CAP: i64 = 1000;
 /// Keys read per pipeline by the registry readers.
 const READ_CHUNK: usize = 100;
+/// Scheduler entries read per `LRANGE` at most (one entry is ~100–600 bytes).
+const ENTRIES_CHUNK: usize = 500;
 
 /// Whole seconds of a heartbeat TTL; Go passes `ttl.Seconds()` and needs it
 /// integral, so a sub-second remainder is dropped and less than 1 s refused.
@@ -305,30 +307,76 @@ impl Broker {
     /// spec §9.10): schedulers in registry order (ascending expiry), each
     /// scheduler's entries as stored (newest registered first). Expired
     /// registry members are pruned; undecodable entries are skipped
-    /// (logged). Errors: [`Error::Redis`].
+    /// (logged). Read in bounded commands (at most [`ENTRIES_CHUNK`] entries
+    /// each). Errors: [`Error::Redis`].
     pub(crate) async fn list_scheduler_entries(&self) -> Result<Vec<proto::SchedulerEntry>> {
+        Ok(self.scheduler_entries_page(0, usize::MAX).await?.0)
+    }
+
+    /// The entries of rank `start` to `start + count − 1` of the order of
+    /// [`Broker::list_scheduler_entries`], and how many entries there are in
+    /// all (R11). Reads the registry, one `LLEN` per live scheduler, then
+    /// only the list ranges the page covers, in `LRANGE`s of at most
+    /// [`ENTRIES_CHUNK`] entries, so a page costs O(schedulers + page), not
+    /// O(all entries). Undecodable entries are skipped (logged): that page
+    /// is shorter, the total still counts them. Errors: [`Error::Redis`].
+    pub(crate) async fn scheduler_entries_page(
+        &self,
+        start: usize,
+        count: usize,
+    ) -> Result<(Vec<proto::SchedulerEntry>, usize)> {
         let scheduler_keys = self.live_members(keys::ALL_SCHEDULERS).await?;
-        let lists = self
-            .read_each("LRANGE", &["0", "-1"], &scheduler_keys)
-            .await?;
+        let lens: Vec<usize> = self
+            .read_each("LLEN", &[], &scheduler_keys)
+            .await?
+            .into_iter()
+            .map(|v| match v {
+                Value::Int(n) => usize::try_from(n).unwrap_or(0),
+                _ => 0, // a key of another type
+            })
+            .collect();
+        let total: usize = lens.iter().sum();
+        let end = start.saturating_add(count).min(total);
+        // (key, first index, last index) of each LRANGE to send.
+        let mut ranges: Vec<(&str, usize, usize)> = Vec::new();
+        let mut offset = 0usize;
+        for (key, len) in scheduler_keys.iter().zip(&lens) {
+            let (lo, hi) = (start.max(offset), end.min(offset + len));
+            let mut from = lo;
+            while from < hi {
+                let to = hi.min(from + ENTRIES_CHUNK);
+                ranges.push((key, from - offset, to - offset - 1));
+                from = to;
+            }
+            offset += len;
+        }
         let mut entries = Vec::new();
-        for (key, value) in scheduler_keys.iter().zip(lists) {
-            let Value::Array(values) = value else {
-                continue;
-            };
-            for value in values {
-                let Value::BulkString(bytes) = value else {
+        let mut conn = self.conn();
+        for chunk in ranges.chunks(READ_CHUNK) {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for (key, from, to) in chunk {
+                pipe.cmd("LRANGE").arg(*key).arg(*from).arg(*to);
+            }
+            let replies: Vec<Value> = pipe.query_async(&mut conn).await?;
+            for ((key, _, _), value) in chunk.iter().zip(replies) {
+                let Value::Array(values) = value else {
                     continue;
                 };
-                match proto::SchedulerEntry::decode(&bytes[..]) {
-                    Ok(e) => entries.push(e),
-                    Err(e) => {
-                        tracing::warn!(%key, error = %e, "skipping undecodable SchedulerEntry")
+                for value in values {
+                    let Value::BulkString(bytes) = value else {
+                        continue;
+                    };
+                    match proto::SchedulerEntry::decode(&bytes[..]) {
+                        Ok(e) => entries.push(e),
+                        Err(e) => {
+                            tracing::warn!(%key, error = %e, "skipping undecodable SchedulerEntry")
+                        }
                     }
                 }
             }
         }
-        Ok(entries)
+        Ok((entries, total))
     }
 
     /// Events of a scheduler entry, newest first, by rank `start..=stop` of

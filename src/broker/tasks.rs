@@ -143,7 +143,9 @@ async fn ensure_queue(broker: &Broker, queue: &str) -> Result<()> {
 }
 
 /// Maps the codes shared by the single-task scripts that name no specific
-/// refusal: 0 missing, -3 container mismatch, -4 unknown state.
+/// refusal: 0 missing ([`Error::TaskNotFound`]), -3 container mismatch (a
+/// left-behind task, [`Error::FailedPrecondition`]), -4 unknown state
+/// ([`Error::Corrupt`]).
 // asynq divergence: COMPATIBILITY.md#t3
 fn task_script_error(script: &str, code: i64, queue: &str, id: &str) -> Error {
     match code {
@@ -151,8 +153,12 @@ fn task_script_error(script: &str, code: i64, queue: &str, id: &str) -> Error {
             queue: queue.to_string(),
             id: id.to_string(),
         },
-        -3 => Error::Internal(format!(
-            "{script}: task {id} is not in the container its state names (queue {queue:?})"
+        // A hash left behind (Go's archive trim keeps the hashes of the
+        // tasks it drops): data in Redis, never a 500; delete it instead.
+        // asynq divergence: COMPATIBILITY.md#r12
+        -3 => Error::FailedPrecondition(format!(
+            "task {id} is left behind: its hash names a state whose set does not hold it \
+             (queue {queue:?}); it can only be deleted"
         )),
         -4 => Error::Corrupt {
             key: format!("{} state", keys::task_key(queue, id)),
@@ -279,8 +285,9 @@ impl Broker {
     ///
     /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
     /// [`Error::FailedPrecondition`] (`task is already running`, `task is
-    /// already in pending state`), [`Error::Corrupt`] (unknown state),
-    /// [`Error::Internal`] (id missing from its container), [`Error::Redis`].
+    /// already in pending state`, and for a left-behind task: its hash
+    /// names a state whose container does not hold it, R12),
+    /// [`Error::Corrupt`] (unknown state), [`Error::Redis`].
     pub(crate) async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
         ensure_queue(self, queue).await?;
         let code: i64 = scripts::RUN_TASK
@@ -307,8 +314,8 @@ impl Broker {
     ///
     /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
     /// [`Error::TaskAlreadyArchived`], [`Error::FailedPrecondition`] for an
-    /// active task, [`Error::Corrupt`] (unknown state), [`Error::Internal`]
-    /// (id missing from its container), [`Error::Redis`].
+    /// active task and for a left-behind task (R12), [`Error::Corrupt`]
+    /// (unknown state), [`Error::Redis`].
     pub(crate) async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
         ensure_queue(self, queue).await?;
         let now = self.now();
@@ -339,27 +346,36 @@ impl Broker {
     }
 
     /// Deletes one task and releases its uniqueness lock while the lock still
-    /// holds the task's id (Go `rdb.DeleteTask`; wire spec §9.3).
+    /// holds the task's id (Go `rdb.DeleteTask`; wire spec §9.3). The lock
+    /// is named by the hash field `unique_key` or, for a Go-enqueued group
+    /// task, inside msg (R13). A left-behind task (its hash names a state
+    /// whose container does not hold it, as Go's archive trim leaves them)
+    /// is deleted too (R12; Go fails).
     ///
     /// Errors: [`Error::QueueNotFound`], [`Error::TaskNotFound`],
-    /// [`Error::FailedPrecondition`] for an active task, [`Error::Corrupt`]
-    /// (unknown state), [`Error::Internal`] (id missing from its container),
-    /// [`Error::Redis`].
+    /// [`Error::FailedPrecondition`] for an active task and for an
+    /// aggregating task held by an aggregation set, [`Error::Corrupt`]
+    /// (unknown state), [`Error::Redis`].
+    // asynq divergence: COMPATIBILITY.md#r12, COMPATIBILITY.md#r13
     pub(crate) async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
         ensure_queue(self, queue).await?;
         let code: i64 = scripts::DELETE_TASK
             .key(keys::task_key(queue, id))
             .key(keys::all_groups_key(queue))
+            .key(keys::all_aggregation_sets_key(queue))
             .arg(id)
             .arg(keys::queue_prefix(queue))
             .arg(keys::group_key_prefix(queue))
             .invoke_async(&mut self.conn())
             .await?;
         match code {
-            1 => Ok(()),
+            1 | 2 => Ok(()),
             -1 => Err(Error::FailedPrecondition(
                 "cannot delete task in active state. use CancelProcessing instead.".into(),
             )),
+            -3 => Err(Error::FailedPrecondition(format!(
+                "task {id} is being aggregated (it is in an aggregation set); try again later"
+            ))),
             other => Err(task_script_error("delete_task", other, queue, id)),
         }
     }
@@ -434,7 +450,8 @@ impl Broker {
     }
 
     /// Deletes every task of the container of `state` or of `group`,
-    /// releasing each task's lock while it still holds the task's id;
+    /// releasing each task's lock (named by its hash or inside its msg, R13)
+    /// while it still holds the task's id;
     /// returns how many ids were removed (Go `rdb.DeleteAll*Tasks`; wire spec
     /// §9.4). The caller picks an allowed state.
     ///
@@ -454,7 +471,9 @@ impl Broker {
         if let Container::Group(_) = container {
             inv.key(keys::all_groups_key(queue));
         }
-        inv.arg(container.kind()).arg(keys::task_key_prefix(queue));
+        inv.arg(container.kind())
+            .arg(keys::task_key_prefix(queue))
+            .arg(keys::unique_key_prefix(queue));
         if let Container::Group(group) = container {
             inv.arg(group);
         }

@@ -9,22 +9,28 @@
 //! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
 //! (servers with their workers, scheduler entries and events), `info.rs`
-//! (Redis `INFO` and cluster facts), `samples.rs` (the outage signal: retry
+//! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
+//! hashes: check and bounded sweep), `samples.rs` (the outage signal: retry
 //! growth from asynqdeck's own samples).
 
 mod info;
+mod left_behind;
 mod queues;
 mod samples;
 mod servers;
 mod tasks;
 
+pub use crate::broker::SweepCount;
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
+pub use left_behind::SweepBudget;
 pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow, StatsHints};
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
     QueueSample, RetryGrowth, retry_growth,
 };
-pub use servers::{SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, WorkerInfo};
+pub use servers::{
+    SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
+};
 pub use tasks::{Page, TaskRow};
 
 use crate::broker::Broker;
@@ -34,20 +40,35 @@ use crate::error::Result;
 #[derive(Clone, Debug)]
 pub struct Inspector {
     broker: Broker,
+    sweep_budget: SweepBudget,
 }
 
 impl Inspector {
     /// Connects to Redis at `url` (`redis://host:port/db`). Errors with
     /// [`Error::Redis`](crate::Error::Redis) when Redis cannot be reached.
     pub async fn connect(url: &str) -> Result<Self> {
-        Ok(Inspector {
-            broker: Broker::connect(url).await?,
-        })
+        Ok(Inspector::from_broker(Broker::connect(url).await?))
     }
 
     /// An inspector on an existing broker connection.
     pub fn from_broker(broker: Broker) -> Self {
-        Inspector { broker }
+        Inspector {
+            broker,
+            sweep_budget: SweepBudget::default(),
+        }
+    }
+
+    /// This inspector with `budget` for each slice of the left-behind sweep
+    /// ([`Inspector::left_behind_slice`]; default [`SweepBudget::default`]).
+    /// Tests set a small one to make several slices out of a few keys.
+    pub fn with_sweep_budget(mut self, budget: SweepBudget) -> Self {
+        self.sweep_budget = budget;
+        self
+    }
+
+    /// The budget of one left-behind sweep slice.
+    pub fn sweep_budget(&self) -> SweepBudget {
+        self.sweep_budget
     }
 
     /// The broker this inspector uses.

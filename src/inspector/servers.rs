@@ -80,6 +80,15 @@ pub struct SchedulerEntry {
     pub prev_enqueue_at: Option<DateTime<Utc>>,
 }
 
+/// One page of scheduler entries ([`Inspector::scheduler_entries_page`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerEntriesPage {
+    /// The page's entries (undecodable ones skipped, so it may be shorter).
+    pub entries: Vec<SchedulerEntry>,
+    /// Entries of all running schedulers.
+    pub total: usize,
+}
+
 /// One enqueue made by a scheduler entry (Go `asynq.SchedulerEnqueueEvent`;
 /// wire spec §4.5).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,6 +197,26 @@ impl Inspector {
     pub async fn scheduler_entries(&self) -> Result<Vec<SchedulerEntry>> {
         let entries = self.broker.list_scheduler_entries().await?;
         Ok(entries.into_iter().map(SchedulerEntry::from).collect())
+    }
+
+    /// One page of the entries of every running scheduler, in the order of
+    /// [`Inspector::scheduler_entries`], with the number of entries in all
+    /// (R11; Go has no paging here). Page `page.number` (1-based) of
+    /// `page.size` covers ranks `size·(number−1)` to `size·number − 1`; a
+    /// page beyond the end is empty. Reads only the entries of the page (and
+    /// one length per scheduler), however many entries exist.
+    ///
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) when
+    /// the page number or size is 0; [`Error::Redis`](crate::Error::Redis).
+    // asynq divergence: COMPATIBILITY.md#r11
+    pub async fn scheduler_entries_page(&self, page: Page) -> Result<SchedulerEntriesPage> {
+        page.validate()?;
+        let start = (page.number - 1).saturating_mul(page.size);
+        let (entries, total) = self.broker.scheduler_entries_page(start, page.size).await?;
+        Ok(SchedulerEntriesPage {
+            entries: entries.into_iter().map(SchedulerEntry::from).collect(),
+            total,
+        })
     }
 
     /// One page of a scheduler entry's enqueue history, newest first (Go

@@ -302,8 +302,9 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::TaskNotFound`], [`Error::FailedPrecondition`] `task is
     /// already running` (active) or `task is already in pending state`,
-    /// [`Error::Corrupt`] (unknown state), [`Error::Internal`] (the id is not
-    /// in its state's container), [`Error::Redis`].
+    /// [`Error::FailedPrecondition`] for a left-behind task (its hash names
+    /// a state whose container does not hold it; R12, delete it instead),
+    /// [`Error::Corrupt`] (unknown state), [`Error::Redis`].
     pub async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
         validate_queue(queue)?;
         self.broker.run_task(queue, id).await
@@ -320,9 +321,8 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::TaskNotFound`], [`Error::TaskAlreadyArchived`],
     /// [`Error::FailedPrecondition`] `cannot archive task in active state.
-    /// use CancelProcessing instead.`, [`Error::Corrupt`] (unknown state),
-    /// [`Error::Internal`] (the id is not in its state's container),
-    /// [`Error::Redis`].
+    /// use CancelProcessing instead.` and for a left-behind task (R12),
+    /// [`Error::Corrupt`] (unknown state), [`Error::Redis`].
     pub async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
         validate_queue(queue)?;
         self.broker.archive_task(queue, id).await
@@ -330,13 +330,17 @@ impl Inspector {
 
     /// Deletes a task in any state but active, releasing its uniqueness lock
     /// while the lock still holds its id (Go `Inspector.DeleteTask`; wire
-    /// spec §9.3).
+    /// spec §9.3). The lock is found by the hash field `unique_key` or, for a
+    /// Go-enqueued group task (Go writes no such field), inside msg (R13). A
+    /// left-behind task (its hash names a state whose container does not
+    /// hold it, as Go's archive trim leaves them) is deleted too (R12; Go
+    /// fails and can never remove it).
     ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::TaskNotFound`], [`Error::FailedPrecondition`] `cannot delete
-    /// task in active state. use CancelProcessing instead.`,
-    /// [`Error::Corrupt`] (unknown state), [`Error::Internal`] (the id is not
-    /// in its state's container), [`Error::Redis`].
+    /// task in active state. use CancelProcessing instead.`, or for an
+    /// aggregating task an aggregation set holds, [`Error::Corrupt`]
+    /// (unknown state), [`Error::Redis`].
     pub async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
         validate_queue(queue)?;
         self.broker.delete_task(queue, id).await

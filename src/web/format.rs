@@ -18,7 +18,22 @@ pub struct Preview {
     pub truncated: bool,
 }
 
+/// How many leading bytes of a payload [`preview`] reads for a preview of
+/// `max_chars` characters: `4 × (max_chars + 1)`, enough for `max_chars`
+/// UTF-8 characters and one more (which tells a cut), and for the spaced
+/// hex of `max_chars / 3 + 1` bytes. Saturates (`usize::MAX` reads all).
+pub fn preview_head_len(max_chars: usize) -> usize {
+    max_chars.saturating_add(1).saturating_mul(4)
+}
+
 /// Formats `bytes` for display, cut to `max_chars` characters.
+///
+/// Costs O(`max_chars`) whatever the payload size (R10): only the first
+/// [`preview_head_len`] bytes are looked at. The kind is decided on that
+/// head: UTF-8 text (a character cut by the head's end does not count),
+/// else `binary` (spaced hex of the first bytes). JSON is parsed, and
+/// pretty-printed when `pretty`, only when the whole payload fits in the
+/// head; a longer document is shown as its text.
 pub fn preview(bytes: &[u8], max_chars: usize, pretty: bool) -> Preview {
     if bytes.is_empty() {
         return Preview {
@@ -27,44 +42,69 @@ pub fn preview(bytes: &[u8], max_chars: usize, pretty: bool) -> Preview {
             truncated: false,
         };
     }
-    let (kind, text) = match std::str::from_utf8(bytes) {
-        Ok(s) => match serde_json::from_str::<serde_json::Value>(s) {
-            Ok(v) if pretty => (
-                "json",
-                serde_json::to_string_pretty(&v).unwrap_or_else(|_| s.to_string()),
-            ),
-            Ok(v) => (
-                "json",
-                serde_json::to_string(&v).unwrap_or_else(|_| s.to_string()),
-            ),
-            Err(_) => ("text", s.to_string()),
-        },
-        Err(_) => ("binary", hex_spaced(bytes)),
+    let head = &bytes[..bytes.len().min(preview_head_len(max_chars))];
+    let whole = head.len() == bytes.len();
+    let text = match std::str::from_utf8(head) {
+        Ok(s) => Some(s),
+        // The head's end split a character: the text before it.
+        Err(e) if !whole && e.error_len().is_none() => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).ok()
+        }
+        Err(_) => None,
     };
-    let count = text.chars().count();
-    if count > max_chars {
-        let cut: String = text.chars().take(max_chars).collect();
-        Preview {
+    let Some(text) = text else {
+        return binary_preview(bytes, max_chars);
+    };
+    if whole && let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+        let json = if pretty {
+            serde_json::to_string_pretty(&v)
+        } else {
+            serde_json::to_string(&v)
+        };
+        return cut("json", json.as_deref().unwrap_or(text), max_chars, false);
+    }
+    cut("text", text, max_chars, !whole)
+}
+
+/// `text` cut to `max_chars` characters; `more` says bytes follow it.
+fn cut(kind: &'static str, text: &str, max_chars: usize, more: bool) -> Preview {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => Preview {
             kind,
-            text: cut,
+            text: text[..at].to_string(),
             truncated: true,
-        }
-    } else {
-        Preview {
+        },
+        None => Preview {
             kind,
-            text,
-            truncated: false,
-        }
+            text: text.to_string(),
+            truncated: more,
+        },
+    }
+}
+
+/// Spaced hex of the first bytes of `bytes`, cut to `max_chars`
+/// characters: reads at most `max_chars / 3 + 1` bytes.
+fn binary_preview(bytes: &[u8], max_chars: usize) -> Preview {
+    let shown = bytes.len().min(max_chars / 3 + 1);
+    let mut text = hex_spaced(&bytes[..shown]);
+    // Full hex length: 3 characters a byte, less the last separator.
+    let full_len = bytes.len().saturating_mul(3) - 1;
+    text.truncate(max_chars);
+    Preview {
+        kind: "binary",
+        text,
+        truncated: full_len > max_chars,
     }
 }
 
 fn hex_spaced(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
     let mut s = String::with_capacity(bytes.len() * 3);
     for (i, b) in bytes.iter().enumerate() {
         if i > 0 {
             s.push(' ');
         }
-        s.push_str(&format!("{b:02x}"));
+        let _ = write!(s, "{b:02x}");
     }
     s
 }
@@ -141,6 +181,51 @@ mod tests {
         let cut = preview("привет мир".as_bytes(), 6, true);
         assert_eq!((cut.text.as_str(), cut.truncated), ("привет", true));
         assert_eq!(preview(b"", 10, true).kind, "empty");
+    }
+
+    /// R10: a listing preview depends only on the first
+    /// [`preview_head_len`] bytes of the payload: a 5 MB payload whose tail
+    /// differs gives the same preview as its head alone, so no byte past
+    /// the head is read (hex-encoded, validated or copied).
+    #[test]
+    fn r10_list_preview_reads_only_the_head() {
+        let max = 200;
+        let head = preview_head_len(max);
+        assert_eq!(head, 4 * (max + 1));
+        // Text head, binary tail: still text, cut at 200 characters.
+        let mut big = vec![b'a'; 5_000_000];
+        big[head..].fill(0xff);
+        let p = preview(&big, max, true);
+        assert_eq!(
+            (p.kind, p.text.as_str(), p.truncated),
+            ("text", "a".repeat(max).as_str(), true)
+        );
+        let mut other_tail = big.clone();
+        other_tail[head..].fill(b'a');
+        assert_eq!(preview(&other_tail, max, true), p);
+        // Binary: the first 200 characters of the spaced hex.
+        let bin: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8 | 0x80).collect();
+        let p = preview(&bin, max, true);
+        let want: Vec<String> = bin[..67].iter().map(|b| format!("{b:02x}")).collect();
+        let want = want.join(" ");
+        assert_eq!((p.kind, p.truncated), ("binary", true));
+        assert_eq!(p.text, want[..max]);
+        let mut bin_tail = bin.clone();
+        bin_tail[head..].fill(b'z');
+        assert_eq!(preview(&bin_tail, max, true), p);
+        // A whole JSON document that fits the head is still pretty-printed;
+        // a cut one is text.
+        assert_eq!(preview(br#"{"a":1}"#, max, true).kind, "json");
+        let long_json = format!("[{}1]", "1,".repeat(1000));
+        let p = preview(long_json.as_bytes(), max, true);
+        assert_eq!((p.kind, p.text.as_str()), ("text", &long_json[..max]));
+        // A multi-byte character cut by the head boundary is not binary.
+        let cyr = "я".repeat(3000);
+        let p = preview(cyr.as_bytes(), max, true);
+        assert_eq!(
+            (p.kind, p.text, p.truncated),
+            ("text", "я".repeat(max), true)
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! free loopback port, keeps nothing on disk, and dies with the test binary.
 #![allow(dead_code)]
 
+pub mod htmx;
 pub mod http;
 pub mod routes;
 

@@ -9,13 +9,15 @@
 -- --
 -- ARGV[1] "list" or "zset": the type of KEYS[1]
 -- ARGV[2] asynq:{<q>}:t:  task key prefix
--- ARGV[3] group name (only when KEYS[2] is given)
+-- ARGV[3] asynq:{<q>}:unique:  prefix of the queue's uniqueness locks
+-- ARGV[4] group name (only when KEYS[2] is given)
 -- Returns: the number of ids removed from the source.
--- Chunks of 100. A task's lock (hash field unique_key) is deleted while it
--- still holds the task's id, for every source (Go skips pending and
--- groups). The source ends up empty (deleted) and a group leaves
+-- Chunks of 100. A task's lock (hash field unique_key, else the unique_key
+-- inside msg, lib/release_lock) is deleted while it still holds the task's
+-- id, for every source (Go skips pending and groups, and never reads the
+-- lock from msg). The source ends up empty (deleted) and a group leaves
 -- asynq:{<q>}:groups.
--- asynq divergence: COMPATIBILITY.md#t5
+-- asynq divergence: COMPATIBILITY.md#t5, COMPATIBILITY.md#r13
 local deleted = 0
 while true do
     local ids
@@ -30,10 +32,7 @@ while true do
     local task_keys = {}
     for i, id in ipairs(ids) do
         local key = ARGV[2] .. id
-        local lock = redis.call("HGET", key, "unique_key")
-        if lock and lock ~= "" and redis.call("GET", lock) == id then
-            redis.call("DEL", lock)
-        end
+        release_lock(key, id, ARGV[3])
         task_keys[i] = key
     end
     redis.call("DEL", unpack(task_keys))
@@ -45,6 +44,6 @@ while true do
     deleted = deleted + #ids
 end
 if KEYS[2] then
-    redis.call("SREM", KEYS[2], ARGV[3])
+    redis.call("SREM", KEYS[2], ARGV[4])
 end
 return deleted

@@ -6,7 +6,8 @@
 //! Files: `model.rs` (JSON shapes and Go-style time, duration and payload
 //! formatting), `queues.rs` (queues, pause/resume, delete, daily stats,
 //! groups), `tasks.rs` (task lists per state, single/batch/"all" actions,
-//! task detail), `servers.rs` (servers, scheduler entries, enqueue events),
+//! task detail), `left_behind.rs` (count and sweep of left-behind task
+//! hashes, asynqdeck only), `servers.rs` (servers, scheduler entries, enqueue events),
 //! `redis_info.rs` (Redis `INFO` and cluster facts; the unsupported
 //! `/metrics` proxy).
 //!
@@ -27,6 +28,7 @@
 //! mutations are refused with 403 by `security.rs`.
 // asynqmon divergence: COMPATIBILITY.md#a1, COMPATIBILITY.md#a2
 
+mod left_behind;
 mod model;
 mod queues;
 mod redis_info;

@@ -114,15 +114,38 @@ pub fn go_round(d: Duration, m: Duration) -> Duration {
     Duration::from_nanos(u64::try_from(rounded).unwrap_or(u64::MAX))
 }
 
+/// How many leading bytes of a payload [`format_bytes`] reads with a limit
+/// of `n` characters: `4 × (n + 1)` (`n` UTF-8 characters and one more,
+/// which tells a cut). Saturates.
+pub fn format_head_len(n: usize) -> usize {
+    n.saturating_add(1).saturating_mul(4)
+}
+
 /// A payload or result as asynqmon's default formatter shows it, with two
 /// fixes: text with newlines or tabs is shown as text (asynqmon #244), and
 /// empty bytes are `""`. Valid UTF-8 without other control characters is
 /// the text itself; anything else is `non-printable bytes`. With `limit`,
-/// cut to that many characters plus `…` (asynqmon's `--max-payload-length`).
+/// cut to that many characters plus `…` (asynqmon's `--max-payload-length`),
+/// deciding on the first [`format_head_len`] bytes only, so a listing row
+/// costs O(limit) whatever the payload size (R10; asynqmon checks the whole
+/// payload, COMPATIBILITY.md#r10). Without a limit (the task detail) the
+/// whole payload is checked.
 // asynqmon divergence: COMPATIBILITY.md#a4
 pub fn format_bytes(bytes: &[u8], limit: Option<usize>) -> String {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return NON_PRINTABLE.to_string();
+    let (head, whole) = match limit {
+        Some(n) if format_head_len(n) < bytes.len() => (&bytes[..format_head_len(n)], false),
+        _ => (bytes, true),
+    };
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        // The head's end split a character: the text before it.
+        Err(e) if !whole && e.error_len().is_none() => {
+            match std::str::from_utf8(&head[..e.valid_up_to()]) {
+                Ok(text) => text,
+                Err(_) => return NON_PRINTABLE.to_string(),
+            }
+        }
+        Err(_) => return NON_PRINTABLE.to_string(),
     };
     if text
         .chars()
@@ -133,6 +156,7 @@ pub fn format_bytes(bytes: &[u8], limit: Option<usize>) -> String {
     match limit {
         Some(n) => match text.char_indices().nth(n) {
             Some((cut, _)) => format!("{}…", &text[..cut]),
+            None if !whole => format!("{text}…"),
             None => text.to_string(),
         },
         None => text.to_string(),
@@ -542,6 +566,36 @@ impl From<&SchedulerEnqueueEvent> for EnqueueEventJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// R10: with a limit, only the first [`format_head_len`] bytes decide
+    /// the listing text: a 5 MB payload with a text head and a binary tail
+    /// shows its first 200 characters and `…`, the same as with any other
+    /// tail; a binary head is `non-printable bytes`.
+    #[test]
+    fn r10_listing_payload_reads_only_the_head() {
+        let head = format_head_len(200);
+        assert_eq!(head, 4 * 201);
+        let mut big = vec![b'a'; 5_000_000];
+        big[head..].fill(0);
+        let want = format!("{}…", "a".repeat(200));
+        assert_eq!(format_bytes(&big, Some(200)), want);
+        big[head..].fill(b'b');
+        assert_eq!(format_bytes(&big, Some(200)), want);
+        let bin = vec![0xffu8; 5_000_000];
+        assert_eq!(format_bytes(&bin, Some(200)), NON_PRINTABLE);
+        // The detail (no limit) still checks the whole payload.
+        big[head..].fill(0);
+        assert_eq!(format_bytes(&big, None), NON_PRINTABLE);
+        let cyr = "я".repeat(300);
+        assert_eq!(
+            format_bytes(cyr.as_bytes(), Some(200)),
+            format!("{}…", "я".repeat(200))
+        );
+        assert_eq!(
+            format_bytes("я".repeat(200).as_bytes(), Some(200)),
+            "я".repeat(200)
+        );
+    }
 
     /// Go's `Duration.String()` after `Round(10ms)`, as asynqmon's
     /// `display_latency`.

@@ -38,14 +38,25 @@ struct EntriesResponse {
     entries: Vec<SchedulerEntryJson>,
 }
 
-/// `GET /scheduler_entries`: `{"entries": [...]}` of every running
-/// scheduler.
-pub async fn scheduler_entries(State(state): State<AppState>) -> ApiResult {
+/// `GET /scheduler_entries?page=&size=`: `{"entries": [...]}` of every
+/// running scheduler, in the inspector's order. With `page` or `size` (R11)
+/// only that page (size default 20, page default 1, as the other list
+/// routes; a page past the end is empty; page 0 or size < 1 is 400).
+/// Without either, every entry, as asynqmon (its UI asks without
+/// parameters and pages in the browser), read in bounded chunks.
+// asynqmon divergence: COMPATIBILITY.md#r11
+pub async fn scheduler_entries(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
     let lim = limits(&state);
-    let entries = state
-        .inspector
-        .scheduler_entries()
-        .await?
+    let entries = if query.contains_key("page") || query.contains_key("size") {
+        let page = page_of(&query)?;
+        state.inspector.scheduler_entries_page(page).await?.entries
+    } else {
+        state.inspector.scheduler_entries().await?
+    };
+    let entries = entries
         .iter()
         .map(|e| SchedulerEntryJson::new(e, lim))
         .collect();

@@ -183,6 +183,9 @@ pub async fn collection(
         Some((name, verb)) => (name, Some(verb)),
         None => (segment.as_str(), None),
     };
+    if name == super::left_behind::COLLECTION {
+        return super::left_behind::handle(&state, method, &queue, verb, &query).await;
+    }
     let Some(task_state) = collection_state(name) else {
         return Err(ApiError::not_found("404 page not found"));
     };

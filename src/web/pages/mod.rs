@@ -5,6 +5,7 @@
 
 mod errgroups;
 mod history;
+mod left_behind;
 mod outage;
 mod queue_tab;
 mod queues;
@@ -87,6 +88,7 @@ pub fn routes() -> Router<AppState> {
         .merge(redis_info::routes())
         .merge(queue_tab::routes())
         .merge(task::routes())
+        .merge(left_behind::routes())
         .fallback(not_found)
 }
 

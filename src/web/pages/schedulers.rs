@@ -2,7 +2,9 @@
 //! (id, cron spec, task type, payload, options, next and previous enqueue;
 //! Go `Inspector.SchedulerEntries`), and one entry's enqueue history, newest
 //! first and paginated (Go `Inspector.ListSchedulerEnqueueEvents`; asynqmon
-//! `/schedulers`). The entries table is a live fragment.
+//! `/schedulers`). The entries table is a live fragment, paged (R11:
+//! `?page=&size=`, 20 per page by default) so that neither a view nor its
+//! refresh reads or sends more than one page, however many entries exist.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -24,6 +26,12 @@ use crate::web::format::{self, Preview};
 const DEFAULT_EVENTS_PAGE_SIZE: usize = 20;
 /// Largest history page (a scheduler keeps at most 1,000 events per entry).
 const MAX_EVENTS_PAGE_SIZE: usize = 1000;
+/// Default number of entries per page (R11).
+const DEFAULT_ENTRIES_PAGE_SIZE: usize = 20;
+/// Largest entries page.
+const MAX_ENTRIES_PAGE_SIZE: usize = 500;
+/// The page sizes the entries pager offers.
+const ENTRIES_PAGE_SIZES: [usize; 4] = [20, 50, 100, 500];
 
 /// One scheduler entry, formatted.
 pub struct EntryRow {
@@ -69,6 +77,18 @@ struct SchedulersList {
     layout: Layout,
     entries: Vec<EntryRow>,
     taken_at: When,
+    page: usize,
+    size: usize,
+    /// Entries of all schedulers.
+    total: usize,
+    /// Rank of the first entry shown, 1-based; 0 when the page is empty.
+    first: usize,
+    /// Rank of the last entry shown.
+    last: usize,
+    /// Whether a further page exists.
+    more: bool,
+    /// Page sizes to offer.
+    sizes: Vec<usize>,
 }
 
 /// One enqueue of an entry.
@@ -104,17 +124,60 @@ pub fn routes() -> Router<AppState> {
         .route("/schedulers/{entry_id}/events", get(view_events_get))
 }
 
-/// `GET /schedulers`: the page, or its live list when htmx asks.
-async fn view_schedulers_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let entries = match state.inspector.scheduler_entries().await {
+#[derive(Deserialize)]
+struct EntriesQuery {
+    page: Option<String>,
+    size: Option<String>,
+}
+
+/// `GET /schedulers?page=&size=`: one page of the entries (20 by default,
+/// at most 500), or its live list when htmx asks. A page beyond the end is
+/// empty; a bad page or size is a 400.
+async fn view_schedulers_get(
+    State(state): State<AppState>,
+    Query(q): Query<EntriesQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let root = &state.config.root_path;
+    let parsed = number(q.page.as_deref(), "page")
+        .and_then(|page| number(q.size.as_deref(), "size").map(|size| (page.unwrap_or(1), size)));
+    let (page, size) = match parsed {
+        Ok((page, size)) => (
+            page,
+            size.unwrap_or(DEFAULT_ENTRIES_PAGE_SIZE)
+                .min(MAX_ENTRIES_PAGE_SIZE),
+        ),
+        Err(message) => {
+            return PageError {
+                status: StatusCode::BAD_REQUEST,
+                message,
+                root: root.clone(),
+            }
+            .into_response();
+        }
+    };
+    let listed = match state
+        .inspector
+        .scheduler_entries_page(Page { number: page, size })
+        .await
+    {
         Ok(e) => e,
-        Err(e) => return PageError::from_error(e, &state.config.root_path).into_response(),
+        Err(e) => return PageError::from_error(e, root).into_response(),
     };
     let now = state.inspector.broker().now();
+    let skip = (page - 1).saturating_mul(size);
+    let shown = listed.entries.len();
     let list = SchedulersList {
         layout: Layout::new(&state, "Schedulers", "schedulers"),
-        entries: rows(entries, now, state.config.max_payload_length),
+        entries: rows(listed.entries, now, state.config.max_payload_length),
         taken_at: When::new(now, now),
+        page,
+        size,
+        total: listed.total,
+        first: if shown == 0 { 0 } else { skip + 1 },
+        last: skip + shown,
+        more: skip.saturating_add(size) < listed.total,
+        sizes: ENTRIES_PAGE_SIZES.to_vec(),
     };
     if is_htmx(&headers) {
         return list.into_response();

@@ -27,7 +27,7 @@ use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format;
 use crate::web::urls;
-use crate::{Error, TaskInfo};
+use crate::{Error, TaskInfo, TaskState};
 
 /// Payloads and results are shown up to this many bytes; the rest is in
 /// the raw download.
@@ -197,6 +197,9 @@ struct TaskFields {
     queue_url: String,
     /// Why the task cannot be read; empty when it can.
     corrupt: String,
+    /// The task is left behind: its hash names a state whose set does not
+    /// hold it (R12); it can only be deleted.
+    left_behind: bool,
     task: Option<TaskView>,
     ops: Vec<OpView>,
 }
@@ -231,12 +234,26 @@ async fn task_fields(state: &AppState, queue: &str, id: &str) -> Result<TaskFiel
         task_url: format!("{queue_url}/tasks/{}", urls::segment(id)),
         queue_url,
         corrupt: String::new(),
+        left_behind: false,
         task: None,
         ops: Vec::new(),
     };
     match state.inspector.get_task_info(queue, id).await {
         Ok(t) => {
-            fields.ops = op_views(Op::for_state(t.state), "this task", false);
+            // Pending and active tasks are never judged left behind.
+            // asynq divergence: COMPATIBILITY.md#r12
+            fields.left_behind = !matches!(t.state, TaskState::Pending | TaskState::Active)
+                && state
+                    .inspector
+                    .is_left_behind(queue, id)
+                    .await
+                    .map_err(|e| PageError::from_error(e, root))?;
+            let ops = if fields.left_behind {
+                &[Op::Delete][..]
+            } else {
+                Op::for_state(t.state)
+            };
+            fields.ops = op_views(ops, "this task", false);
             fields.task = Some(TaskView::of(&t, state.inspector.broker().now()));
         }
         // An undecodable msg, or a state field no version knows.
