@@ -12,6 +12,7 @@ mod inspector_tasks;
 mod interop;
 mod maintenance;
 mod props_routes;
+mod reliability_chaosfix;
 mod server_interop;
 mod server_seeds;
 mod server_smoke;

@@ -5,6 +5,7 @@
 //! free loopback port, keeps nothing on disk, and dies with the test binary.
 #![allow(dead_code)]
 
+pub mod restartable;
 pub mod routes;
 
 use std::path::PathBuf;
