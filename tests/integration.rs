@@ -12,6 +12,7 @@ mod inspector_tasks;
 mod interop;
 mod maintenance;
 mod props_routes;
+mod reliability_chaosfix;
 mod reliability_data;
 mod reliability_engine;
 mod reliability_recovery;

@@ -394,27 +394,51 @@ impl Broker {
 
     /// Moves every due scheduled and retry task of `queue` to pending (or to
     /// its group), in batches of [`FORWARD_BATCH`] (S12; Go `ForwardIfReady`).
-    /// Returns how many moved.
+    /// Returns how many moved. A due id whose task key is of another type is
+    /// moved to the archive (key untouched), one whose task key is missing
+    /// is dropped; each is logged once (it leaves the set) and the batch
+    /// goes on (COMPATIBILITY.md X1).
     pub async fn forward_if_ready(&self, queue: &str) -> Result<u64> {
         let mut moved = 0;
+        let cutoff =
+            |now: DateTime<Utc>| now.timestamp() - super::ARCHIVE_RETENTION.as_secs() as i64;
         for source in [keys::scheduled_key(queue), keys::retry_key(queue)] {
             loop {
                 let now = self.now();
-                let n: u64 = scripts::FORWARD
-                    .key(&source)
-                    .key(keys::pending_key(queue))
-                    .key(keys::all_groups_key(queue))
-                    .arg(now.timestamp())
-                    .arg(keys::task_key_prefix(queue))
-                    .arg(now.timestamp_nanos_opt().unwrap_or(i64::MAX))
-                    .arg(keys::group_key_prefix(queue))
-                    .arg(FORWARD_BATCH)
-                    .invoke_async(&mut self.conn())
-                    .await?;
+                let (taken, n, archived, dropped): (u64, u64, Vec<Vec<u8>>, Vec<Vec<u8>>) =
+                    scripts::FORWARD
+                        .key(&source)
+                        .key(keys::pending_key(queue))
+                        .key(keys::all_groups_key(queue))
+                        .key(keys::archived_key(queue))
+                        .arg(now.timestamp())
+                        .arg(keys::task_key_prefix(queue))
+                        .arg(now.timestamp_nanos_opt().unwrap_or(i64::MAX))
+                        .arg(keys::group_key_prefix(queue))
+                        .arg(FORWARD_BATCH)
+                        .arg(cutoff(now))
+                        .arg(super::MAX_ARCHIVE_SIZE)
+                        .invoke_async(&mut self.conn())
+                        .await?;
                 moved += n;
+                // asynq divergence: COMPATIBILITY.md#x1
+                for id in archived {
+                    tracing::warn!(
+                        key = %keys::task_key(queue, &String::from_utf8_lossy(&id)),
+                        from = %source,
+                        "forwarder: task key is not a hash; id moved to the archive, key left as is"
+                    );
+                }
+                for id in dropped {
+                    tracing::warn!(
+                        key = %keys::task_key(queue, &String::from_utf8_lossy(&id)),
+                        from = %source,
+                        "forwarder: task key missing; id dropped"
+                    );
+                }
                 // Go loops until a batch moves 0.
                 // asynq divergence: COMPATIBILITY.md#w6
-                if n < FORWARD_BATCH as u64 {
+                if taken < FORWARD_BATCH as u64 {
                     break;
                 }
             }
@@ -536,14 +560,33 @@ impl Broker {
 
     /// Returns the tasks of aggregation sets whose deadline passed to their
     /// groups (Go `ReclaimStaleAggregationSets`). Returns how many sets.
+    /// An aggregation set key of another type is dropped from the index
+    /// (key left as is), a set whose group key is of another type is left
+    /// where it is; both are logged and the other sets are reclaimed
+    /// (COMPATIBILITY.md X1).
     pub async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<u64> {
-        Ok(scripts::RECLAIM_STALE_AGGREGATION_SETS
-            .key(keys::all_aggregation_sets_key(queue))
-            .key(keys::all_groups_key(queue))
-            .arg(self.now().timestamp())
-            .arg(keys::group_key_prefix(queue))
-            .invoke_async(&mut self.conn())
-            .await?)
+        let (n, bad_sets, bad_groups): (u64, Vec<Vec<u8>>, Vec<Vec<u8>>) =
+            scripts::RECLAIM_STALE_AGGREGATION_SETS
+                .key(keys::all_aggregation_sets_key(queue))
+                .key(keys::all_groups_key(queue))
+                .arg(self.now().timestamp())
+                .arg(keys::group_key_prefix(queue))
+                .invoke_async(&mut self.conn())
+                .await?;
+        // asynq divergence: COMPATIBILITY.md#x1
+        for key in bad_sets {
+            tracing::warn!(
+                key = %String::from_utf8_lossy(&key),
+                "recoverer: aggregation set is not a sorted set; dropped from the index, key left as is"
+            );
+        }
+        for key in bad_groups {
+            tracing::warn!(
+                set = %String::from_utf8_lossy(&key),
+                "recoverer: the group of this stale aggregation set is not a sorted set; set left as is"
+            );
+        }
+        Ok(n)
     }
 }
 

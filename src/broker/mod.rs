@@ -150,12 +150,23 @@ impl Broker {
     }
 }
 
+/// How long a command on the broker's connections (and the dashboard's
+/// tracked statistics connection) waits for its reply before it fails with
+/// a timeout: 3 s, go-redis's default `ReadTimeout` that Go asynq keeps
+/// (`RedisClientOpt.ReadTimeout`). redis-rs's default, 500 ms, fails plain
+/// commands on a loaded machine. The idle worker's blocking wait
+/// ([`PendingWaiter`]) has none: its command blocks on purpose.
+// asynq divergence: COMPATIBILITY.md#x3
+pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Fail fast when Redis is down at start (the default retries for ~6 s);
-/// later drops are reconnected by the manager.
+/// later drops are reconnected by the manager. Replies wait up to
+/// [`REPLY_TIMEOUT`].
 fn manager_config() -> redis::aio::ConnectionManagerConfig {
     redis::aio::ConnectionManagerConfig::new()
         .set_number_of_retries(1)
         .set_connection_timeout(Some(std::time::Duration::from_secs(5)))
+        .set_response_timeout(Some(REPLY_TIMEOUT))
 }
 
 /// Decodes a task message read from `key`, mapping failure to [`Error::Corrupt`].

@@ -58,7 +58,7 @@ scripts! {
     /// Archive a failed task and trim the archive (asynq rdb.Archive).
     ARCHIVE => ["lib/count_stats", "lib/trim_archive", "archive"];
     /// Move due scheduled/retry tasks to pending (asynq rdb.ForwardIfReady, one batch).
-    FORWARD => ["forward"];
+    FORWARD => ["lib/trim_archive", "forward"];
     /// Move an undecodable leased task to the archive, msg untouched.
     ARCHIVE_UNDECODABLE => ["lib/trim_archive", "archive_undecodable"];
     /// Messages of tasks whose lease expired (asynq rdb.ListLeaseExpired).

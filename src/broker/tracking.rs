@@ -128,6 +128,7 @@ impl Tracked {
         let (tx, pushes) = tokio::sync::mpsc::unbounded_channel();
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(super::REPLY_TIMEOUT))
             .set_push_sender(tx);
         let mut conn = match client
             .get_multiplexed_async_connection_with_config(&config)

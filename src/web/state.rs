@@ -30,9 +30,11 @@
 //!   so polling viewers find it ready; when nobody views, it stops and Redis
 //!   sees nothing from the dashboard. Only a view with no usable snapshot —
 //!   the first one, one after two whole slots without views, one after
-//!   [`StatsCache::invalidate`], or one after a failed read — computes it
-//!   inline; concurrent views then wait for that one computation instead of
-//!   starting their own.
+//!   [`StatsCache::invalidate`], or one after a failed read (every view
+//!   that began after the failed computation started, even within its
+//!   slot, so the numbers come back at the first view after Redis does) —
+//!   computes it inline; concurrent views then wait for that one
+//!   computation instead of starting their own.
 //! - **Memory estimates on their own cadence.** The memory estimate (`MEMORY
 //!   USAGE` sampling, Go's `rdb.memoryUsage`) is most of what asynqmon's
 //!   queue statistics cost Redis. It is refreshed off the view path, per
@@ -170,6 +172,9 @@ struct State {
     /// The last snapshot with the slot it was computed in. `None` at first,
     /// and after [`StatsCache::invalidate`].
     snapshot: Option<(u64, Arc<Snapshot>)>,
+    /// When the computation of `snapshot` started, if it is a failed read
+    /// (see [`usable`]).
+    failed_at: Option<Instant>,
     /// Bumped by every invalidation; a computation started before one is
     /// not installed.
     generation: u64,
@@ -193,11 +198,24 @@ struct State {
     hints: StatsHints,
 }
 
-/// Whether `snap` of `slot` may be served to a view in slot `now`: the
-/// current slot's always; the previous slot's unless it is an error
-/// (a failed read is retried by the next view, so pages recover with Redis).
-fn usable(slot: u64, snap: &Snapshot, now: u64) -> bool {
-    slot >= now || (slot + 1 == now && snap.error.is_none())
+/// Whether `snap` of `slot` may be served to a view in slot `now` that
+/// began at `view_start`: a good read of the current or the previous slot;
+/// a failed read (Redis down; its computation started at `failed_at`) only
+/// to views that began before that computation did, so waited for it. Any
+/// later view reads again, so the statistics recover at the first view
+/// after Redis returns, not at the end of the slot of the last failure
+/// (COMPATIBILITY.md X2).
+fn usable(
+    slot: u64,
+    snap: &Snapshot,
+    failed_at: Option<Instant>,
+    now: u64,
+    view_start: Instant,
+) -> bool {
+    match snap.error {
+        None => slot >= now || slot + 1 == now,
+        Some(_) => slot >= now && failed_at.is_some_and(|t| t >= view_start),
+    }
 }
 
 /// Computes each row's growth figures from the samples last read, as of
@@ -258,6 +276,7 @@ impl StatsCache {
             return Arc::new(shared.compute_uncached(inspector).await);
         }
         let now = shared.slot_of(inspector.broker().now());
+        let view_start = Instant::now();
         {
             let mut st = shared.lock();
             st.last_view = st.last_view.max(now);
@@ -266,7 +285,7 @@ impl StatsCache {
                 tokio::spawn(refresher(Arc::downgrade(shared), inspector.clone()));
             }
             if let Some((slot, snap)) = &st.snapshot
-                && usable(*slot, snap, now)
+                && usable(*slot, snap, st.failed_at, now, view_start)
             {
                 let snap = snap.clone();
                 if *slot < now {
@@ -279,7 +298,7 @@ impl StatsCache {
         let generation = {
             let st = shared.lock();
             if let Some((slot, snap)) = &st.snapshot
-                && usable(*slot, snap, now)
+                && usable(*slot, snap, st.failed_at, now, view_start)
             {
                 // Computed while this view waited.
                 return snap.clone();
@@ -393,6 +412,7 @@ impl Shared {
         inspector: &Inspector,
         generation: u64,
     ) -> Arc<Snapshot> {
+        let started = Instant::now();
         let (with_samples, mut hints) = {
             let mut st = self.lock();
             let due = st
@@ -414,6 +434,7 @@ impl Shared {
         let snap = Arc::new(snap);
         if st.generation == generation {
             st.snapshot = Some((slot, snap.clone()));
+            st.failed_at = snap.error.is_some().then_some(started);
         }
         if snap.error.is_none() {
             self.spawn_memory_run(&mut st, &snap, inspector);

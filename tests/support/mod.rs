@@ -7,6 +7,7 @@
 
 pub mod htmx;
 pub mod http;
+pub mod restartable;
 pub mod routes;
 
 use std::path::PathBuf;
