@@ -61,6 +61,26 @@ impl Broker {
 
     /// Number of keys in the database (`DBSIZE`), to size a discovery
     /// cycle. Errors: [`Error::Redis`](crate::Error::Redis).
+    /// Which of `queues` are missing from `asynq:queues`: one pipelined
+    /// `SISMEMBER` each (O(found), not O(all queues) as `SMEMBERS` would
+    /// be at every tick). Errors: [`Error::Redis`](crate::Error::Redis).
+    pub async fn unlisted_queues(&self, queues: &BTreeSet<String>) -> Result<Vec<String>> {
+        if queues.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for q in queues {
+            pipe.cmd("SISMEMBER").arg(keys::ALL_QUEUES).arg(q);
+        }
+        let listed: Vec<bool> = pipe.query_async(&mut self.conn()).await?;
+        Ok(queues
+            .iter()
+            .zip(listed)
+            .filter(|(_, listed)| !listed)
+            .map(|(q, _)| q.clone())
+            .collect())
+    }
+
     pub async fn key_count(&self) -> Result<u64> {
         Ok(redis::cmd("DBSIZE").query_async(&mut self.conn()).await?)
     }

@@ -13,7 +13,7 @@
 //! 1.5 million keys; beyond that a cycle takes proportionally longer.
 // asynq divergence: COMPATIBILITY.md#r14
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -96,11 +96,7 @@ impl QueueDiscovery {
             restored: Vec::new(),
             cycle_done,
         };
-        if found.is_empty() {
-            return Ok(out);
-        }
-        let listed: HashSet<String> = self.broker.all_queues().await?.into_iter().collect();
-        for queue in found.into_iter().filter(|q| !listed.contains(q)) {
+        for queue in self.broker.unlisted_queues(&found).await? {
             if self.broker.restore_queue(&queue).await? {
                 tracing::info!(queue = %queue, "queue discovery: a queue holding tasks was missing from asynq:queues; listed it again");
                 out.restored.push(queue);
