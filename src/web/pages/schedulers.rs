@@ -139,14 +139,13 @@ async fn view_schedulers_get(
     headers: HeaderMap,
 ) -> Response {
     let root = &state.config.root_path;
-    let parsed = number(q.page.as_deref(), "page")
-        .and_then(|page| number(q.size.as_deref(), "size").map(|size| (page.unwrap_or(1), size)));
-    let (page, size) = match parsed {
-        Ok((page, size)) => (
-            page,
-            size.unwrap_or(DEFAULT_ENTRIES_PAGE_SIZE)
-                .min(MAX_ENTRIES_PAGE_SIZE),
-        ),
+    let (page, size) = match paging(
+        q.page.as_deref(),
+        q.size.as_deref(),
+        DEFAULT_ENTRIES_PAGE_SIZE,
+        MAX_ENTRIES_PAGE_SIZE,
+    ) {
+        Ok(paged) => paged,
         Err(message) => {
             return PageError {
                 status: StatusCode::BAD_REQUEST,
@@ -195,6 +194,20 @@ struct EventsQuery {
     size: Option<String>,
 }
 
+/// The 1-based page (default 1) and the size (default `default`, at most
+/// `max`) of a `?page=&size=` query; the message of a 400 for a value that
+/// is not a whole number of at least 1.
+fn paging(
+    page: Option<&str>,
+    size: Option<&str>,
+    default: usize,
+    max: usize,
+) -> Result<(usize, usize), String> {
+    let page = number(page, "page")?.unwrap_or(1);
+    let size = number(size, "size")?.unwrap_or(default).min(max);
+    Ok((page, size))
+}
+
 /// Parses an optional positive number from the query string; `None` for a
 /// missing or empty value.
 fn number(value: Option<&str>, name: &str) -> Result<Option<usize>, String> {
@@ -219,14 +232,13 @@ async fn view_events_get(
     headers: HeaderMap,
 ) -> Response {
     let root = &state.config.root_path;
-    let parsed = number(q.page.as_deref(), "page")
-        .and_then(|page| number(q.size.as_deref(), "size").map(|size| (page.unwrap_or(1), size)));
-    let (page, size) = match parsed {
-        Ok((page, size)) => (
-            page,
-            size.unwrap_or(DEFAULT_EVENTS_PAGE_SIZE)
-                .min(MAX_EVENTS_PAGE_SIZE),
-        ),
+    let (page, size) = match paging(
+        q.page.as_deref(),
+        q.size.as_deref(),
+        DEFAULT_EVENTS_PAGE_SIZE,
+        MAX_EVENTS_PAGE_SIZE,
+    ) {
+        Ok(paged) => paged,
         Err(message) => {
             return PageError {
                 status: StatusCode::BAD_REQUEST,
