@@ -14,6 +14,12 @@
 //! and the global pages answers below 500; an in-process [`Server`]
 //! serving both queues processes every valid task within 60 s; then every
 //! mutating route (`support::routes::writes`) answers below 500 too.
+//!
+//! [`go_peer`] seeds the same data and lets a Go asynq v0.26.0 worker
+//! process (the peer, `go_worker.rs`) serve both queues for 60 s instead:
+//! it reports how many valid tasks Go processed, where the others are,
+//! whether the process is still running and what it logged. The HTTP part
+//! has no Go counterpart there (asynqmon is not in the peer).
 
 use std::time::Duration;
 
@@ -24,6 +30,7 @@ use asynqdeck::web::{AppState, WebConfig, router};
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task};
 use rand::{Rng, SeedableRng};
 
+use super::go_worker::GoWorker;
 use super::procs::RedisProc;
 use super::record::{Recorder, figure, raw, wait_until};
 use super::support::routes::{Subject, TABS, get, reads, send, writes};
@@ -301,4 +308,88 @@ pub async fn run() {
         unprocessed.len(),
         valid_ids.len()
     );
+}
+
+/// The same data served by a Go asynq v0.26.0 worker, for RELIABILITY.md.
+/// Fails only when the run did not measure (the peer did not start).
+pub async fn go_peer() {
+    let name = "go_corrupt";
+    let done_key = "chaos:{results}:done";
+    let redis = RedisProc::start(false);
+    let url = redis.url();
+    let (valid_ids, _, _) = seed(&url).await;
+    let mut w = GoWorker::start(
+        &redis.addr(),
+        &format!("{MIXED}=10,{WRONG}=1"),
+        10,
+        Duration::from_millis(1),
+        done_key,
+    );
+    let done = || async {
+        let mut c = raw(&url).await.unwrap();
+        let d: std::collections::HashMap<String, u32> = redis::cmd("HGETALL")
+            .arg(done_key)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        d
+    };
+    let started = wait_until(Duration::from_secs(30), || async {
+        !w.rec.snapshot().is_empty()
+    })
+    .await;
+    let all = wait_until(Duration::from_secs(60), || async {
+        let d = done().await;
+        valid_ids.iter().all(|id| d.contains_key(id))
+    })
+    .await;
+    let d = done().await;
+    let unprocessed: Vec<&String> = valid_ids.iter().filter(|id| !d.contains_key(*id)).collect();
+    let mut c = raw(&url).await.unwrap();
+    let mut where_left = Vec::new();
+    for id in &unprocessed {
+        let mut state = "nowhere";
+        for tab in ["pending", "active", "scheduled", "retry", "archived"] {
+            let key = container(MIXED, tab);
+            let here: bool = if matches!(tab, "pending" | "active") {
+                let pos: Option<i64> = redis::cmd("LPOS")
+                    .arg(&key)
+                    .arg(id.as_str())
+                    .query_async(&mut c)
+                    .await
+                    .unwrap();
+                pos.is_some()
+            } else {
+                let score: Option<f64> = redis::cmd("ZSCORE")
+                    .arg(&key)
+                    .arg(id.as_str())
+                    .query_async(&mut c)
+                    .await
+                    .unwrap();
+                score.is_some()
+            };
+            if here {
+                state = tab;
+                break;
+            }
+        }
+        where_left.push(format!("{id}: {state}"));
+    }
+    let exited = w.exited();
+    figure(name, "valid_tasks", valid_ids.len());
+    figure(
+        name,
+        "valid_tasks_processed",
+        valid_ids.len() - unprocessed.len(),
+    );
+    figure(name, "valid_tasks_unprocessed", unprocessed.len());
+    figure(name, "all_within_60s", all);
+    figure(name, "go_exited", format!("{exited:?}"));
+    for l in &where_left {
+        println!("  unprocessed: {l}");
+    }
+    w.report_stderr(name, 12);
+    drop(w);
+    drop(redis);
+    assert!(started, "the Go worker handled no task within 30 s");
 }

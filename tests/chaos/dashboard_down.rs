@@ -22,7 +22,7 @@ use super::support::routes::{Subject, reads};
 const DOWN_FOR: Duration = Duration::from_secs(20);
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-async fn seed(url: &str) -> Subject {
+pub async fn seed(url: &str) -> Subject {
     let client = Client::connect(url).await.unwrap();
     let q = "web";
     let opts = || EnqueueOptions::new().queue(q);

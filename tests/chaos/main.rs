@@ -25,6 +25,8 @@ mod aof_restart;
 mod client_kill;
 mod corrupt;
 mod dashboard_down;
+mod go_dashboard;
+mod go_worker;
 mod http;
 mod procs;
 mod record;
@@ -65,6 +67,9 @@ fn scenarios() -> Vec<Scenario> {
         scenario!(corrupt_data_every_state, false, corrupt::run),
         scenario!(go_sigkill_worker_mid_flight, true, sigkill::go_peer),
         scenario!(go_client_kill_storm_throughput, true, client_kill::go_peer),
+        scenario!(go_aof_restart_under_load, true, aof_restart::go_peer),
+        scenario!(go_corrupt_data_every_state, true, corrupt::go_peer),
+        scenario!(go_dashboard_with_redis_down_20s, true, go_dashboard::run),
     ]
 }
 

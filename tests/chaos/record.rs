@@ -47,7 +47,9 @@ impl Recorder {
         mux
     }
 
-    fn started(&self, id: &str) {
+    /// Records that a handler call of task `id` started now (the Go
+    /// worker's stdout reader calls it too).
+    pub fn started(&self, id: &str) {
         let mut map = self.0.lock().unwrap();
         let e = map.entry(id.to_string()).or_default();
         e.attempts += 1;
