@@ -785,3 +785,61 @@ async fn r14_discovery_restores_a_queue_missing_from_the_registry() {
     }
     assert_eq!(inspector.queues().await.unwrap(), vec!["lost".to_string()]);
 }
+
+/// R14: a queue this discovery saw listed, deleted and then given a new
+/// task by a producer that does not register it (Go ≥ 0.25's cached
+/// registration) is listed again at the next read of the queue list
+/// (every `LIST_EVERY_TICKS` ticks), long before the keyspace walk, capped
+/// at 2,000 keys a tick, would reach it.
+#[tokio::test]
+async fn r14_a_watched_queue_comes_back_before_the_keyspace_walk_reaches_it() {
+    use asynqdeck::server::discovery::{LIST_EVERY_TICKS, QueueDiscovery};
+    let db = support::redis();
+    let broker = Broker::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::from_broker(broker.clone());
+    let client = Client::from_broker(broker.clone());
+    let mut conn = db.raw().await;
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET").arg(format!("other:{i}")).arg(i).ignore();
+    }
+    let () = pipe.query_async(&mut conn).await.unwrap();
+    let task = Task::new("t", b"x".to_vec());
+    client
+        .enqueue(&task, EnqueueOptions::new().queue("doomed"))
+        .await
+        .unwrap();
+    let mut discovery = QueueDiscovery::new(broker.clone());
+    // First tick: the list is read with `doomed` in it.
+    let first = discovery.tick().await.unwrap();
+    assert_eq!(first.restored, Vec::<String>::new());
+    inspector.delete_queue("doomed", true).await.unwrap();
+    assert_eq!(inspector.queues().await.unwrap(), Vec::<String>::new());
+    // A producer with a cached registration: the task, no SADD.
+    let _: i64 = conn
+        .lpush(keys::pending_key("doomed"), "new-id")
+        .await
+        .unwrap();
+    let mut ticks = 1;
+    let restored_at = loop {
+        let out = discovery.tick().await.unwrap();
+        ticks += 1;
+        assert!(
+            !out.cycle_done,
+            "the keyspace walk ended before the watched queue came back"
+        );
+        if out.restored == vec!["doomed".to_string()] {
+            break ticks;
+        }
+        assert!(out.restored.is_empty(), "restored {:?}", out.restored);
+        assert!(
+            ticks <= 2 * LIST_EVERY_TICKS,
+            "not restored after {ticks} ticks"
+        );
+    };
+    assert_eq!(restored_at as u64, LIST_EVERY_TICKS + 1);
+    assert_eq!(
+        inspector.queues().await.unwrap(),
+        vec!["doomed".to_string()]
+    );
+}
