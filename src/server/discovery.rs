@@ -99,7 +99,7 @@ impl QueueDiscovery {
     /// it. Errors: [`Error::Redis`](crate::Error::Redis).
     pub async fn tick(&mut self) -> Result<DiscoveryOutcome> {
         let mut out = DiscoveryOutcome::default();
-        if self.ticks % LIST_EVERY_TICKS == 0 {
+        if self.ticks.is_multiple_of(LIST_EVERY_TICKS) {
             self.look_at_watched(&mut out).await?;
         }
         self.ticks += 1;
