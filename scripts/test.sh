@@ -34,3 +34,4 @@ cargo test --lib --bins --examples --test integration --test browser
 echo "==> chaos suite (tests/chaos; RELIABILITY.md)"
 cargo test --test chaos
 cargo test --doc
+echo "==> every test passed (unit, integration, interop, browser, chaos, doc)"

@@ -16,6 +16,7 @@ mod reliability_chaosfix;
 mod reliability_data;
 mod reliability_engine;
 mod reliability_recovery;
+mod reliability_review;
 mod reliability_web;
 mod server_interop;
 mod server_seeds;

@@ -29,11 +29,13 @@ pub struct SweepCount {
 }
 
 impl SweepCount {
-    /// Adds `other`'s numbers to these.
+    /// Adds `other`'s numbers to these, saturating at `u64::MAX` (running
+    /// totals come back from the browser between slices: a forged one must
+    /// not overflow).
     pub fn add(&mut self, other: SweepCount) {
-        self.scanned += other.scanned;
-        self.found += other.found;
-        self.deleted += other.deleted;
+        self.scanned = self.scanned.saturating_add(other.scanned);
+        self.found = self.found.saturating_add(other.found);
+        self.deleted = self.deleted.saturating_add(other.deleted);
     }
 }
 
@@ -125,6 +127,24 @@ impl Broker {
 #[cfg(test)]
 mod tests {
     use super::glob_escape;
+
+    #[test]
+    fn forged_totals_saturate() {
+        let mut total = SweepCount {
+            scanned: u64::MAX,
+            found: u64::MAX - 1,
+            deleted: 3,
+        };
+        total.add(SweepCount {
+            scanned: 5,
+            found: 5,
+            deleted: 4,
+        });
+        assert_eq!(
+            (total.scanned, total.found, total.deleted),
+            (u64::MAX, u64::MAX, 7)
+        );
+    }
 
     #[test]
     fn scan_patterns_escape_globs() {

@@ -63,7 +63,7 @@ impl AllowedHosts {
             AllowedHosts::Any => true,
             AllowedHosts::LoopbackAnd(names) => {
                 let name = host_name(host);
-                is_loopback_name(&name) || names.iter().any(|n| n == "*" || normalize(n) == name)
+                is_loopback_name(&name) || names.iter().any(|n| n == "*" || host_name(n) == name)
             }
         }
     }
@@ -74,7 +74,19 @@ impl AllowedHosts {
 pub fn host_name(host: &str) -> String {
     let host = host.trim();
     let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().unwrap_or("")
+        // `[v6]` or `[v6]:port`; anything else after `]` is not an IPv6
+        // literal (and never loopback).
+        match rest.split_once(']') {
+            Some((v6, "")) => v6,
+            Some((v6, port))
+                if port
+                    .strip_prefix(':')
+                    .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit())) =>
+            {
+                v6
+            }
+            _ => host,
+        }
     } else {
         match host.rsplit_once(':') {
             Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
@@ -167,6 +179,8 @@ mod tests {
             "10.0.0.1",
             "0.0.0.0",
             "",
+            "[::1].evil.example",
+            "[::1]x:80",
         ] {
             assert!(!lo.allows(bad), "{bad}");
         }
@@ -174,6 +188,10 @@ mod tests {
             AllowedHosts::for_listener("127.0.0.1:0".parse().unwrap(), vec!["Dash.Example".into()]);
         assert!(listed.allows("dash.example:8080"));
         assert!(!listed.allows("sub.dash.example"));
+        // A name given with a port is the name (the port is not compared).
+        let with_port = AllowedHosts::LoopbackAnd(vec!["dash.example:8080".into()]);
+        assert!(with_port.allows("dash.example"));
+        assert!(with_port.allows("dash.example:9090"));
         assert_eq!(
             AllowedHosts::for_listener("0.0.0.0:0".parse().unwrap(), vec![]),
             AllowedHosts::Any

@@ -17,6 +17,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use subtle::ConstantTimeEq;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use super::AppState;
@@ -25,9 +26,12 @@ use super::AppState;
 pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /// Wraps `routes` with the security layers (outermost first: headers, the
-/// `Host` check of [`super::hosts`], basic auth, mutation guard).
+/// `Host` check of [`super::hosts`], basic auth, mutation guard) and, inside
+/// them, a panic catcher: a handler that panics (a bug, never data) answers
+/// 500 with a plain text instead of dropping the connection.
 pub fn layers(routes: Router<AppState>, state: AppState) -> Router<AppState> {
     routes
+        .layer(CatchPanicLayer::custom(panicked))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             guard_mutations,
@@ -53,6 +57,21 @@ pub fn layers(routes: Router<AppState>, state: AppState) -> Router<AppState> {
             header::REFERRER_POLICY,
             HeaderValue::from_static("same-origin"),
         ))
+}
+
+/// The answer of a handler that panicked: 500, logged with its message.
+fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    tracing::error!(panic = %message, "dashboard handler panicked");
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal error: the dashboard hit a bug (logged)\n",
+    )
+        .into_response()
 }
 
 fn eq(a: &[u8], b: &[u8]) -> bool {
