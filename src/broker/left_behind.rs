@@ -126,7 +126,7 @@ impl Broker {
 
 #[cfg(test)]
 mod tests {
-    use super::glob_escape;
+    use super::{SweepCount, glob_escape};
 
     #[test]
     fn forged_totals_saturate() {
