@@ -115,27 +115,7 @@ pub async fn run() {
     .await
     .unwrap();
 
-    // Each route polled every 20 ms until it answers as before.
-    let mut recovery = Vec::new();
-    for r in &routes {
-        let (r, want) = (r.clone(), baseline[r]);
-        recovery.push(tokio::spawn(async move {
-            loop {
-                let (status, _) = request(port, "GET", &r, &[], None, TIMEOUT).await;
-                if status == want {
-                    return (r, back_at.elapsed());
-                }
-                if back_at.elapsed() > Duration::from_secs(30) {
-                    return (r, Duration::MAX);
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }));
-    }
-    let mut recovered = Vec::new();
-    for h in recovery {
-        recovered.push(h.await.unwrap());
-    }
+    let recovered = recovery_times(port, &routes, &baseline, back_at).await;
     drop(redis);
     let worst = recovered.iter().max_by_key(|(_, d)| *d).unwrap().clone();
     let late: Vec<String> = recovered
@@ -167,4 +147,36 @@ pub async fn run() {
         late.is_empty(),
         "routes not recovered within 1 s of Redis returning: {late:?}"
     );
+}
+
+/// How long after `back_at` (Redis answering again) each route first
+/// answers its status from before the outage: each route polled every
+/// 20 ms, in parallel; `Duration::MAX` for one not back within 30 s.
+pub async fn recovery_times(
+    port: u16,
+    routes: &[String],
+    baseline: &BTreeMap<String, u16>,
+    back_at: Instant,
+) -> Vec<(String, Duration)> {
+    let mut recovery = Vec::new();
+    for r in routes {
+        let (r, want) = (r.clone(), baseline[r]);
+        recovery.push(tokio::spawn(async move {
+            loop {
+                let (status, _) = request(port, "GET", &r, &[], None, TIMEOUT).await;
+                if status == want {
+                    return (r, back_at.elapsed());
+                }
+                if back_at.elapsed() > Duration::from_secs(30) {
+                    return (r, Duration::MAX);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }));
+    }
+    let mut recovered = Vec::new();
+    for h in recovery {
+        recovered.push(h.await.unwrap());
+    }
+    recovered
 }

@@ -143,26 +143,7 @@ pub async fn run() {
     .await
     .unwrap();
 
-    let mut recovery = Vec::new();
-    for r in &routes {
-        let (r, want) = (r.clone(), baseline[r]);
-        recovery.push(tokio::spawn(async move {
-            loop {
-                let (status, _) = request(port, "GET", &r, &[], None, TIMEOUT).await;
-                if status == want {
-                    return (r, back_at.elapsed());
-                }
-                if back_at.elapsed() > Duration::from_secs(30) {
-                    return (r, Duration::MAX);
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }));
-    }
-    let mut recovered = Vec::new();
-    for h in recovery {
-        recovered.push(h.await.unwrap());
-    }
+    let recovered = super::dashboard_down::recovery_times(port, &routes, &baseline, back_at).await;
     drop(redis);
     let worst = recovered.iter().max_by_key(|(_, d)| *d).unwrap().clone();
 
