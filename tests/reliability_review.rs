@@ -109,3 +109,37 @@ async fn a_panicking_handler_answers_500() {
         "internal error: the dashboard hit a bug (logged)\n"
     );
 }
+
+/// R9 on the left-behind page (added by R12 after R9's fix): its links to
+/// the queue encode the name as one dashboard segment, so queue `..` is
+/// reached (before: `/queues/..`, which browsers resolve to `/`).
+#[tokio::test]
+async fn left_behind_links_reach_a_dot_dot_queue() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    client
+        .enqueue(
+            &Task::new("t", b"x".to_vec()),
+            EnqueueOptions::new().queue(".."),
+        )
+        .await
+        .unwrap();
+    let app = router(state(&db.url()).await);
+    let get = |uri: String| {
+        let app = app.clone();
+        async move {
+            let resp = app
+                .oneshot(Request::get(uri).body(axum::body::Body::empty()).unwrap())
+                .await
+                .unwrap();
+            (resp.status(), body_text(resp).await)
+        }
+    };
+    let (status, page) = get("/queues/..~/left_behind".into()).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains(r#"href="/queues/..~""#), "{page}");
+    assert!(!page.contains(r#"href="/queues/..""#), "{page}");
+    let (status, queue_page) = get("/queues/..~".into()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(queue_page.contains("Queue .."), "{queue_page}");
+}

@@ -17,12 +17,10 @@
 
 use axum::extract::Request;
 
-/// Percent-encodes `s` as one path segment: every byte but RFC 3986
-/// unreserved characters (`A-Z a-z 0-9 - . _ ~`) as `%XX`, and a segment
-/// made of one or two dots and then only tildes gets one `~` appended (see
-/// the module docs). `".."` → `"..~"`, `"a/b"` → `"a%2Fb"`, `"ü"` →
-/// `"%C3%BC"`.
-pub fn segment(s: &str) -> String {
+/// Percent-encodes everything but RFC 3986 unreserved characters
+/// (`A-Z a-z 0-9 - . _ ~`): query values and `/api` paths. Dashboard path
+/// segments use [`segment`], which also escapes dot segments.
+pub fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -31,6 +29,16 @@ pub fn segment(s: &str) -> String {
             out.push_str(&format!("%{b:02X}"));
         }
     }
+    out
+}
+
+/// Percent-encodes `s` as one path segment: every byte but RFC 3986
+/// unreserved characters (`A-Z a-z 0-9 - . _ ~`) as `%XX`, and a segment
+/// made of one or two dots and then only tildes gets one `~` appended (see
+/// the module docs). `".."` → `"..~"`, `"a/b"` → `"a%2Fb"`, `"ü"` →
+/// `"%C3%BC"`.
+pub fn segment(s: &str) -> String {
+    let mut out = encode(s);
     if is_dot_escape(s.as_bytes(), 0) {
         out.push('~');
     }

@@ -31,11 +31,12 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
-use super::queue_tab::{action_error, encode, trigger};
+use super::queue_tab::{action_error, trigger};
 use super::{Layout, is_htmx};
 use crate::inspector::SweepCount;
 use crate::web::AppState;
 use crate::web::error::PageError;
+use crate::web::urls;
 
 #[derive(Template, WebTemplate)]
 #[template(path = "_left_behind.html")]
@@ -98,7 +99,7 @@ fn fragment(
     cursor: u64,
 ) -> SweepFragment {
     let root = state.config.root_path.trim_end_matches('/');
-    let queue_url = format!("{root}/queues/{}", encode(queue));
+    let queue_url = format!("{root}/queues/{}", urls::segment(queue));
     let next_url = format!(
         "{queue_url}/left_behind?cursor={cursor}&scanned={}&found={}",
         count.scanned, count.found

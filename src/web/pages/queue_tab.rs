@@ -478,18 +478,7 @@ impl View {
     }
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters.
-pub fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub use crate::web::urls::encode;
 
 /// Parses a tab name; `None` for anything but the seven states.
 pub fn parse_state(s: &str) -> Option<TaskState> {

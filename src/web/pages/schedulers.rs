@@ -21,6 +21,7 @@ use crate::inspector::{Page, SchedulerEntry};
 use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format::{self, Preview};
+use crate::web::urls::filters;
 
 /// Default number of events per history page.
 const DEFAULT_EVENTS_PAGE_SIZE: usize = 20;
@@ -140,20 +141,14 @@ async fn view_schedulers_get(
 ) -> Response {
     let root = &state.config.root_path;
     let (page, size) = match paging(
-        q.page.as_deref(),
-        q.size.as_deref(),
+        &q.page,
+        &q.size,
         DEFAULT_ENTRIES_PAGE_SIZE,
         MAX_ENTRIES_PAGE_SIZE,
+        root,
     ) {
         Ok(paged) => paged,
-        Err(message) => {
-            return PageError {
-                status: StatusCode::BAD_REQUEST,
-                message,
-                root: root.clone(),
-            }
-            .into_response();
-        }
+        Err(refused) => return refused,
     };
     let listed = match state
         .inspector
@@ -195,17 +190,27 @@ struct EventsQuery {
 }
 
 /// The 1-based page (default 1) and the size (default `default`, at most
-/// `max`) of a `?page=&size=` query; the message of a 400 for a value that
-/// is not a whole number of at least 1.
+/// `max`) of a `?page=&size=` query; a 400 page for a value that is not a
+/// whole number of at least 1.
 fn paging(
-    page: Option<&str>,
-    size: Option<&str>,
+    page: &Option<String>,
+    size: &Option<String>,
     default: usize,
     max: usize,
-) -> Result<(usize, usize), String> {
-    let page = number(page, "page")?.unwrap_or(1);
-    let size = number(size, "size")?.unwrap_or(default).min(max);
-    Ok((page, size))
+    root: &str,
+) -> Result<(usize, usize), Response> {
+    let parsed = number(page.as_deref(), "page").and_then(|page| {
+        number(size.as_deref(), "size")
+            .map(|size| (page.unwrap_or(1), size.unwrap_or(default).min(max)))
+    });
+    parsed.map_err(|message| {
+        PageError {
+            status: StatusCode::BAD_REQUEST,
+            message,
+            root: root.to_string(),
+        }
+        .into_response()
+    })
 }
 
 /// Parses an optional positive number from the query string; `None` for a
@@ -233,20 +238,14 @@ async fn view_events_get(
 ) -> Response {
     let root = &state.config.root_path;
     let (page, size) = match paging(
-        q.page.as_deref(),
-        q.size.as_deref(),
+        &q.page,
+        &q.size,
         DEFAULT_EVENTS_PAGE_SIZE,
         MAX_EVENTS_PAGE_SIZE,
+        root,
     ) {
         Ok(paged) => paged,
-        Err(message) => {
-            return PageError {
-                status: StatusCode::BAD_REQUEST,
-                message,
-                root: root.clone(),
-            }
-            .into_response();
-        }
+        Err(refused) => return refused,
     };
     let events = match state
         .inspector
