@@ -148,7 +148,7 @@ async fn view_schedulers_get(
         root,
     ) {
         Ok(paged) => paged,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let listed = match state
         .inspector
@@ -198,18 +198,15 @@ fn paging(
     default: usize,
     max: usize,
     root: &str,
-) -> Result<(usize, usize), Response> {
+) -> Result<(usize, usize), PageError> {
     let parsed = number(page.as_deref(), "page").and_then(|page| {
         number(size.as_deref(), "size")
             .map(|size| (page.unwrap_or(1), size.unwrap_or(default).min(max)))
     });
-    parsed.map_err(|message| {
-        PageError {
-            status: StatusCode::BAD_REQUEST,
-            message,
-            root: root.to_string(),
-        }
-        .into_response()
+    parsed.map_err(|message| PageError {
+        status: StatusCode::BAD_REQUEST,
+        message,
+        root: root.to_string(),
     })
 }
 
@@ -245,7 +242,7 @@ async fn view_events_get(
         root,
     ) {
         Ok(paged) => paged,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let events = match state
         .inspector
