@@ -11,7 +11,7 @@ use asynqdeck::{Client, EnqueueOptions, Inspector, Task};
 use chrono::Utc;
 use redis::AsyncCommands;
 
-use crate::support::{self, restartable::RestartableRedis};
+use crate::support::{self, restartable::RedisProc};
 
 type Conn = redis::aio::MultiplexedConnection;
 
@@ -148,7 +148,7 @@ async fn x1_reclaim_skips_a_wrong_type_aggregation_set() {
 /// never ends here).
 #[tokio::test]
 async fn x2_queue_stats_recover_at_the_first_view_after_redis_returns() {
-    let mut redis = RestartableRedis::start();
+    let mut redis = RedisProc::start(false);
     let clock = SimulatedClock::new(Utc::now());
     let broker = Broker::connect(&redis.url())
         .await
