@@ -75,4 +75,11 @@ impl Inspector {
     pub fn broker(&self) -> &Broker {
         &self.broker
     }
+
+    /// The current time (UTC) of the broker's clock: the system clock, or
+    /// the simulated clock a test injected with `Broker::with_clock`.
+    /// Pages use it for "ago"/"in" columns so they agree with the engine.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.broker.now()
+    }
 }

@@ -275,7 +275,7 @@ impl StatsCache {
         if shared.interval.is_zero() {
             return Arc::new(shared.compute_uncached(inspector).await);
         }
-        let now = shared.slot_of(inspector.broker().now());
+        let now = shared.slot_of(inspector.now());
         let view_start = Instant::now();
         {
             let mut st = shared.lock();
@@ -387,7 +387,7 @@ impl Shared {
     async fn refresh(self: &Arc<Self>, inspector: &Inspector) {
         {
             let _computing = self.compute.lock().await;
-            let now = self.slot_of(inspector.broker().now());
+            let now = self.slot_of(inspector.now());
             let generation = {
                 let st = self.lock();
                 match &st.snapshot {
@@ -422,7 +422,7 @@ impl Shared {
         };
         let (mut snap, samples) = compute(inspector, with_samples, &mut hints).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
-        let slot = self.slot_of(inspector.broker().now());
+        let slot = self.slot_of(inspector.now());
         let mut st = self.lock();
         st.hints = hints;
         if let Some(samples) = samples {
@@ -482,7 +482,7 @@ impl Shared {
         let result = inspector.queues_memory_usage(&queues).await;
         self.estimated
             .fetch_add(queues.len() as u64, Ordering::Relaxed);
-        let at = inspector.broker().now();
+        let at = inspector.now();
         let mut st = self.lock();
         match result {
             Ok(estimates) => {
@@ -512,7 +512,7 @@ impl Shared {
         self.computed.fetch_add(1, Ordering::Relaxed);
         attach_growth(&mut snap, &samples.unwrap_or_default());
         let names: Vec<String> = snap.queues.iter().map(|r| r.name.clone()).collect();
-        let at = inspector.broker().now();
+        let at = inspector.now();
         let estimates = match inspector.queues_memory_usage(&names).await {
             Ok(estimates) => estimates,
             Err(e) => names
@@ -541,11 +541,11 @@ impl Shared {
 async fn refresher(shared: Weak<Shared>, inspector: Inspector) {
     loop {
         let Some(s) = shared.upgrade() else { return };
-        let wait = s.until_next_slot(inspector.broker().now());
+        let wait = s.until_next_slot(inspector.now());
         drop(s);
         tokio::time::sleep(wait).await;
         let Some(s) = shared.upgrade() else { return };
-        let now = s.slot_of(inspector.broker().now());
+        let now = s.slot_of(inspector.now());
         {
             let mut st = s.lock();
             if st.last_view + 1 < now {

@@ -346,7 +346,7 @@ async fn list(state: &AppState, target: Target<'_>, query: &HashMap<String, Stri
         }
     };
     let stats = queue_snapshot(state, target.queue).await?;
-    let now = inspector.broker().now();
+    let now = inspector.now();
     let lim = limits(state);
     let mut tasks: Vec<TaskRowJson> = rows
         .iter()
@@ -401,7 +401,7 @@ async fn detail(state: &AppState, queue: &str, id: &str) -> ApiResult {
         return Err(ApiError::bad_request("task_id cannot be empty"));
     }
     let info = state.inspector.get_task_info(queue, id).await?;
-    let now = state.inspector.broker().now();
+    let now = state.inspector.now();
     Ok(Json(TaskDetail::new(&info, now)).into_response())
 }
 

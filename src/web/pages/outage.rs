@@ -133,7 +133,7 @@ async fn view_outage_get(State(state): State<AppState>, Path(queue): Path<String
         Ok(s) => s,
         Err(e) => return PageError::from_error(e, &state.config.root_path).into_response(),
     };
-    let now = state.inspector.broker().now();
+    let now = state.inspector.now();
     let signal = retry_growth(&samples, now).map(|g| signal(&samples, g, now));
     OutageFragment {
         layout: Layout::new(&state, format!("{queue} · retry growth"), "queues"),

@@ -864,7 +864,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
     } else {
         WorkerTimes::new()
     };
-    let now = insp.broker().now();
+    let now = insp.now();
     let row_views: Vec<RowView> = rows
         .iter()
         .map(|r| RowView::of(r, &state.config, &workers, now))

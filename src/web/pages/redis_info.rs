@@ -190,7 +190,7 @@ async fn view_redis_get(State(state): State<AppState>, headers: HeaderMap) -> Re
         Ok(i) => i,
         Err(e) => return PageError::from_error(e, &state.config.root_path).into_response(),
     };
-    let now = state.inspector.broker().now();
+    let now = state.inspector.now();
     let live = live(&state, info, now);
     if is_htmx(&headers) {
         return live.into_response();

@@ -158,7 +158,7 @@ async fn view_schedulers_get(
         Ok(e) => e,
         Err(e) => return PageError::from_error(e, root).into_response(),
     };
-    let now = state.inspector.broker().now();
+    let now = state.inspector.now();
     let skip = (page - 1).saturating_mul(size);
     let shown = listed.entries.len();
     let list = SchedulersList {
@@ -252,7 +252,7 @@ async fn view_events_get(
         Ok(e) => e,
         Err(e) => return PageError::from_error(e, root).into_response(),
     };
-    let now = state.inspector.broker().now();
+    let now = state.inspector.now();
     let title = format!("Enqueue history of {entry_id}");
     let list = EventsList {
         layout: Layout::new(&state, title.clone(), "schedulers"),

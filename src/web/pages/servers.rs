@@ -138,7 +138,7 @@ async fn view_servers_get(State(state): State<AppState>, headers: HeaderMap) -> 
         Ok(s) => s,
         Err(e) => return PageError::from_error(e, &state.config.root_path).into_response(),
     };
-    let now = state.inspector.broker().now();
+    let now = state.inspector.now();
     let list = ServersList {
         layout: Layout::new(&state, "Servers", "servers"),
         servers: rows(servers, now, state.config.max_payload_length),

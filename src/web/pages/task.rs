@@ -254,7 +254,7 @@ async fn task_fields(state: &AppState, queue: &str, id: &str) -> Result<TaskFiel
                 Op::for_state(t.state)
             };
             fields.ops = op_views(ops, "this task", false);
-            fields.task = Some(TaskView::of(&t, state.inspector.broker().now()));
+            fields.task = Some(TaskView::of(&t, state.inspector.now()));
         }
         // An undecodable msg, or a state field no version knows.
         Err(e @ (Error::Corrupt { .. } | Error::FailedPrecondition(_))) => {
