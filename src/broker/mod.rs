@@ -9,8 +9,10 @@
 //!
 //! Files: `conn.rs` (connection options: URL, credentials, TLS), `keys.rs`
 //! (every key name), `proto.rs` (protobuf messages),
-//! `enqueue.rs` (client writes), `queues.rs` (queue stats, history, pause,
-//! queue deletion), `tasks.rs` (task listing, lookup and inspector
+//! `enqueue.rs` (client writes), `stats/` (queue statistics: one queue's
+//! and many queues' numbers, memory estimates, key tracking, and the
+//! public data types `QueueInfo`, `DailyStats`, `GroupInfo`), `queues.rs`
+//! (queue list, history, groups, pause, queue deletion), `tasks.rs` (task listing, lookup and inspector
 //! mutations), `left_behind.rs` (the sweep of left-behind task hashes),
 //! `servers.rs` (servers, workers, scheduler entries, cancel),
 //! `pubsub.rs` (the `asynq:cancel` subscription), `info.rs` (`INFO` and
@@ -36,8 +38,8 @@ mod recovery;
 mod results;
 mod samples;
 mod servers;
+mod stats;
 mod tasks;
-mod tracking;
 mod waiter;
 
 /// Arbitrary Redis replies for the reply parsers' property tests.
@@ -53,11 +55,11 @@ pub use engine::{
 };
 pub use enqueue::EnqueueTarget;
 pub use left_behind::{SWEEP_SCAN_COUNT, SweepCount};
-pub(crate) use queues::{KeyKinds, QueueStats, StatsRequest};
 pub use recovery::{ActiveChunk, Adopted, Lacks, ORPHAN_SCAN_CHUNK};
 pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
+pub use stats::{DailyStats, GroupInfo, QueueInfo};
+pub(crate) use stats::{KeyKinds, StatsRequest, StatsTracking};
 pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
-pub(crate) use tracking::StatsTracking;
 pub use waiter::PendingWaiter;
 
 use chrono::{DateTime, Utc};

@@ -7,23 +7,28 @@
 //! 10,000 tasks and 90 days and deletes the trimmed tasks' hashes (S16).
 //!
 //! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
+//! `stats.rs` (many queues' statistics at once, with the hints a dashboard
+//! keeps between reads, and memory estimates),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
 //! (servers with their workers, scheduler entries and events), `info.rs`
 //! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
 //! hashes: check and bounded sweep), `samples.rs` (the outage signal: retry
-//! growth from asynqdeck's own samples).
+//! growth from asynqdeck's own samples). The queue data types
+//! ([`QueueInfo`], [`DailyStats`], [`GroupInfo`]) are the broker's,
+//! re-exported here.
 
 mod info;
 mod left_behind;
 mod queues;
 mod samples;
 mod servers;
+mod stats;
 mod tasks;
 
 pub use crate::broker::SweepCount;
+pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
 pub use left_behind::SweepBudget;
-pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow, StatsHints};
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
     QueueSample, RetryGrowth, retry_growth,
@@ -31,6 +36,7 @@ pub use samples::{
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
 };
+pub use stats::{QueueStatsRow, StatsHints};
 pub use tasks::{Page, TaskRow};
 
 use crate::broker::Broker;
