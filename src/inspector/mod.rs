@@ -25,6 +25,7 @@ mod servers;
 mod stats;
 mod tasks;
 
+pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
 pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
@@ -37,7 +38,7 @@ pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
 };
 pub use stats::{QueueStatsRow, StatsHints};
-pub use tasks::{Page, TaskRow};
+pub use tasks::TaskRow;
 
 use crate::broker::Broker;
 use crate::error::Result;
