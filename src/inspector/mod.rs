@@ -8,7 +8,9 @@
 //!
 //! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
 //! `stats.rs` (many queues' statistics at once, with the hints a dashboard
-//! keeps between reads, and memory estimates),
+//! keeps between reads, and memory estimates), `snapshot.rs` (the
+//! dashboard's snapshot of every queue: reading it, adding growth and
+//! memory),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
 //! (servers with their workers, scheduler entries and events), `info.rs`
 //! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
@@ -22,6 +24,7 @@ mod left_behind;
 mod queues;
 mod samples;
 mod servers;
+mod snapshot;
 mod stats;
 mod tasks;
 
@@ -37,6 +40,7 @@ pub use samples::{
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
 };
+pub use snapshot::{GrowthSamples, MemoryEstimate, QueueRow, Snapshot};
 pub use stats::{QueueStatsRow, StatsHints};
 pub use tasks::TaskRow;
 
