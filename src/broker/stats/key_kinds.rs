@@ -5,8 +5,8 @@ use super::QueueInfo;
 use crate::broker::keys;
 
 /// Kinds of a queue's keys besides `pending` (bit set), for
-/// [`Broker::queues_stats`](crate::broker::Broker::queues_stats): which of them it reads per queue, and which
-/// were found present.
+/// [`Broker::queues_stats`](crate::broker::Broker::queues_stats): which of them
+/// it reads per queue, and which were found present.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct KeyKinds(pub(super) u8);
 

@@ -11,8 +11,10 @@ use super::KeyKinds;
 use crate::error::Result;
 
 /// One snapshot of a queue's numbers (Go `rdb.Stats` without the memory
-/// estimate, which [`Broker::queue_memory_usage`](crate::broker::Broker::queue_memory_usage) reads), read by
-/// [`Broker::queue_stats`](crate::broker::Broker::queue_stats) and [`Broker::queues_stats`](crate::broker::Broker::queues_stats).
+/// estimate, which
+/// [`Broker::queue_memory_usage`](crate::broker::Broker::queue_memory_usage)
+/// reads), read by [`Broker::queue_stats`](crate::broker::Broker::queue_stats)
+/// and [`Broker::queues_stats`](crate::broker::Broker::queues_stats).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct QueueStats {
     /// LLEN of `pending`.
@@ -86,25 +88,27 @@ pub(crate) type Sample = (DateTime<Utc>, i64, i64);
 pub(crate) struct QueueStatsEntry {
     /// Queue name.
     pub queue: String,
-    /// Its numbers, or why they could not be read: [`Error::QueueNotFound`](crate::Error::QueueNotFound)
-    /// (deleted since listed), [`Error::Corrupt`](crate::Error::Corrupt), [`Error::Redis`](crate::Error::Redis) (e.g. a
-    /// key of the wrong type: Redis's own error text), [`Error::Internal`](crate::Error::Internal).
+    /// Its numbers, or why they could not be read:
+    /// [`Error::QueueNotFound`](crate::Error::QueueNotFound) (deleted since
+    /// listed), [`Error::Corrupt`](crate::Error::Corrupt),
+    /// [`Error::Redis`](crate::Error::Redis) (e.g. a key of the wrong type:
+    /// Redis's own error text), [`Error::Internal`](crate::Error::Internal).
     pub stats: Result<QueueStats>,
-    /// The samples of its outage series the growth figures need, oldest
-    /// first, as `(time, retry size, archived size)`; see
-    /// [`Broker::queues_stats`](crate::broker::Broker::queues_stats). `None` when not asked for; empty when the
-    /// counts failed.
+    /// The samples of its outage series the growth figures need, oldest first,
+    /// as `(time, retry size, archived size)`; see
+    /// [`Broker::queues_stats`](crate::broker::Broker::queues_stats). `None`
+    /// when not asked for; empty when the counts failed.
     pub samples: Option<Result<Vec<Sample>>>,
     /// The id of the next pending task, as read with the numbers (`None`
     /// when nothing is pending or the numbers failed).
     pub next_id: Option<Vec<u8>>,
 }
 
-/// What a statistics read asks besides the queue names (shared by the
-/// plain and the tracked reads): the key kinds guessed present per queue
-/// (see [`Broker::queues_stats`](crate::broker::Broker::queues_stats)), and the growth samples wanted — scored
-/// at or after `since`, one per window of `windows` — or none unless
-/// `with_samples`.
+/// What a statistics read asks besides the queue names (shared by the plain and
+/// the tracked reads): the key kinds guessed present per queue (see
+/// [`Broker::queues_stats`](crate::broker::Broker::queues_stats)), and the
+/// growth samples wanted — scored at or after `since`, one per window of
+/// `windows` — or none unless `with_samples`.
 #[derive(Clone, Copy)]
 pub(crate) struct StatsRequest<'a> {
     pub expected: &'a (dyn Fn(&str) -> KeyKinds + Sync),
@@ -120,8 +124,9 @@ pub(crate) struct QueuesStats {
     pub entries: Vec<QueueStatsEntry>,
     /// `asynq:queues` as read with the first queues' numbers, sorted.
     pub members: Vec<String>,
-    /// Transactions sent: one per [`QUEUES_PER_STATS_CALL`] queues when
-    /// `expected` was right, more when it missed a kind or the script had
-    /// to be loaded.
+    /// Transactions sent: one per
+    /// [`QUEUES_PER_STATS_CALL`](super::QUEUES_PER_STATS_CALL) queues when
+    /// `expected` was right, more when it missed a kind or the script had to be
+    /// loaded.
     pub transactions: usize,
 }
