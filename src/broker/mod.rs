@@ -12,7 +12,9 @@
 //!   credentials, TLS), `keys.rs` (every key name), `proto.rs` (protobuf
 //!   messages), `scripts.rs` (the Lua scripts, `scripts/*.lua`);
 //! - the engine and the client: `enqueue.rs` (client writes), `engine.rs`
-//!   (worker-side writes: lease, finish, retry, archive, forward, recover),
+//!   (worker-side writes: lease, finish, retry, archive, extend the lease)
+//!   and `engine/maintenance.rs` (forward, recover, janitor, stale
+//!   aggregation sets),
 //!   `waiter.rs` (idle workers' blocking wake-up), `results.rs` (task
 //!   results), `bad_counters.rs` (counters that could not be incremented,
 //!   R6), `recovery.rs` (the recoverer's orphan scan and lease schedule,
