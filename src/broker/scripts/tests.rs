@@ -1,7 +1,11 @@
 //! Header checks of the Lua scripts: every registered script opens with a
 //! comment header that names its file and documents its `KEYS[n]`,
 //! `ARGV[n]` and `Returns`; these tests hold each header to the body that
-//! follows it, so a header cannot drift from the code it describes.
+//! follows it, so a header cannot drift from the code it describes. Where
+//! a Rust call site builds its invocation in one chain (`scripts::X.key(..)
+//! .arg(..).invoke_async(..)`), the number of keys and args it passes is
+//! checked against the header too; call sites that build it in steps
+//! (`prepare_invoke`, loops) are left to the integration tests.
 //!
 //! Header forms understood (one documented item per line, starting
 //! `-- KEYS[` or `-- ARGV[`; further items may follow on the same line):
@@ -299,4 +303,112 @@ fn header_forms() {
     assert_eq!((u.literal, u.dynamic), (BTreeSet::from([2]), false));
     assert!(used("for _, k in ipairs(KEYS) do", "KEYS").dynamic);
     assert!(used("f(ARGV, 4)", "ARGV").dynamic);
+}
+
+/// The `.key(..)` and `.arg(..)` calls of the method chain that starts at
+/// the beginning of `rest` (just after `scripts::NAME`), up to
+/// `.invoke_async(..)`: `None` when the chain holds anything else.
+fn chain_counts(rest: &str) -> Option<(usize, usize)> {
+    let (mut keys, mut args) = (0, 0);
+    let mut s = rest;
+    loop {
+        s = s.trim_start().strip_prefix('.')?;
+        let name_len = s
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        let (method, after) = s.split_at(name_len);
+        let after = after.strip_prefix('(')?;
+        // Skip to the matching parenthesis (string literals included).
+        let (mut depth, mut in_str, mut end) = (1, false, None);
+        let mut chars = after.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match (in_str, c) {
+                (true, '\\') => {
+                    chars.next();
+                }
+                (_, '"') => in_str = !in_str,
+                (false, '(') => depth += 1,
+                (false, ')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        s = &after[end? + 1..];
+        match method {
+            "key" => keys += 1,
+            "arg" => args += 1,
+            "invoke_async" => return Some((keys, args)),
+            _ => return None,
+        }
+    }
+}
+
+/// Rust sources under `dir`, recursively: (path, text).
+fn rust_sources(dir: &std::path::Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).expect("source dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("source file");
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+            let shown = path.strip_prefix(root).unwrap_or(&path).display();
+            out.push((shown.to_string(), text));
+        }
+    }
+}
+
+/// Every call site that passes a script's keys and args in one chain
+/// passes as many as its header documents (at least the fixed ones before
+/// a variable part).
+#[test]
+fn call_sites_pass_the_documented_keys_and_args() {
+    let mut sources = Vec::new();
+    rust_sources(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
+        &mut sources,
+    );
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for reg in all() {
+        let (file, text) = *reg.files.last().expect("a script has files");
+        let (header, _) = split_header(text);
+        let expected = |name: &str| {
+            let doc = documented(&header, name);
+            let fixed = doc.fixed.len();
+            assert_eq!(
+                doc.fixed.iter().copied().collect::<Vec<_>>(),
+                (1..=fixed).collect::<Vec<_>>(),
+                "{file}.lua: {name} documented with gaps"
+            );
+            (fixed, doc.from.is_some())
+        };
+        let (keys, argv) = (expected("KEYS"), expected("ARGV"));
+        let needle = format!("scripts::{}", reg.name);
+        for (path, source) in &sources {
+            for (at, rest) in occurrences(source, &needle) {
+                let Some((k, a)) = chain_counts(rest) else {
+                    continue;
+                };
+                checked += 1;
+                let line = source[..at].lines().count();
+                for (what, (want, open), got) in [("keys", keys, k), ("args", argv, a)] {
+                    if (open && got < want) || (!open && got != want) {
+                        problems.push(format!(
+                            "{path}:{line}: {} passes {got} {what}, {file}.lua documents {want}{}",
+                            reg.name,
+                            if open { " and more" } else { "" }
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} call sites found");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
