@@ -3,7 +3,6 @@
 //! renders: the full page, or only its live fragment when htmx asks
 //! (`HX-Request`), so every view has a real URL.
 
-mod errgroups;
 mod history;
 mod left_behind;
 mod outage;
