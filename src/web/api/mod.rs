@@ -3,8 +3,8 @@
 //! unchanged. Thin over the [`Inspector`](crate::Inspector): the HTML
 //! actions and these routes call the same methods.
 //!
-//! Files: `model.rs` (JSON shapes and Go-style time, duration and payload
-//! formatting), `queues.rs` (queues, pause/resume, delete, daily stats,
+//! Files: `model.rs` (JSON shapes), `go_format.rs` (Go-style time,
+//! duration and payload formatting), `queues.rs` (queues, pause/resume, delete, daily stats,
 //! groups), `tasks.rs` (task lists per state, single-task actions, task
 //! detail), `task_paths.rs` (the task routes' segments and verbs, from the
 //! inspector's action table), `task_actions.rs` (batch and "all" verbs), `left_behind.rs` (count and sweep of left-behind task
@@ -29,6 +29,7 @@
 //! mutations are refused with 403 by `security.rs`.
 // asynqmon divergence: COMPATIBILITY.md#a1, COMPATIBILITY.md#a2
 
+mod go_format;
 mod left_behind;
 mod model;
 mod queues;
