@@ -103,6 +103,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         TaskState::Aggregating if group.is_none() => Vec::new(),
         s => Op::for_state(s).to_vec(),
     };
+    let cancel_all = Op::Cancel.allowed_in(view.state) && !row_views.is_empty();
     let queue_url = format!("{root}/queues/{}", urls::segment(queue));
     Ok(QueueTab {
         layout: Layout::new(state, format!("{queue} · {}", view.state), "queues"),
@@ -126,6 +127,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         row_ops: op_views(Op::for_state(view.state), "this task", false),
         all_ops: op_views(&all_ops, &all_what, true),
         filtered: view.filter.scans(),
+        cancel_all,
         taken_at: format::utc(taken_at),
         taken_at_iso: format::iso(taken_at),
     })

@@ -288,6 +288,9 @@ pub struct QueueTab {
     pub all_ops: Vec<OpView>,
     /// A filter is active (the "matching" actions apply to it).
     pub filtered: bool,
+    /// Offer "Cancel all" (cancel every listed active task): the tab's
+    /// tasks allow cancelling and the page is not empty.
+    pub cancel_all: bool,
     pub taken_at: String,
     pub taken_at_iso: String,
 }
