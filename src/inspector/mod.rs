@@ -42,7 +42,7 @@ pub use servers::{
 };
 pub use tab::{
     IdLookup, SCAN_LIMIT, SCAN_PAGE, ScanCount, TabFilter, TabRead, TabRequest, TabSummary,
-    WorkerTimes, count_of,
+    WorkerTimes, state_count,
 };
 pub use tasks::{Page, TaskRow};
 

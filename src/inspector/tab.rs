@@ -162,7 +162,7 @@ struct Scope {
 }
 
 /// The statistics' count of the tasks of `queue` in `state`.
-pub fn count_of(info: &QueueInfo, state: TaskState) -> i64 {
+pub fn state_count(info: &QueueInfo, state: TaskState) -> i64 {
     match state {
         TaskState::Active => info.active,
         TaskState::Pending => info.pending,
@@ -357,7 +357,7 @@ impl Inspector {
             return Ok(Scope {
                 groups: Vec::new(),
                 group: None,
-                total: req.stats.map(|i| count_of(i, req.state).max(0) as usize),
+                total: req.stats.map(|i| state_count(i, req.state).max(0) as usize),
             });
         }
         let groups = self.groups(req.queue).await?;

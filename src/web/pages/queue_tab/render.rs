@@ -8,7 +8,7 @@ use super::actions::{Op, op_views};
 use super::query::View;
 use super::view::{Banner, QueueTab, RowView, TabLink, extra_columns, label, pager};
 use crate::TaskState;
-use crate::inspector::{IdLookup, QueueInfo, SCAN_LIMIT, ScanCount, count_of};
+use crate::inspector::{IdLookup, QueueInfo, SCAN_LIMIT, ScanCount, state_count};
 use crate::web::error::PageError;
 use crate::web::format;
 use crate::web::pages::Layout;
@@ -89,7 +89,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
             label: label(*s),
             count: info
                 .as_ref()
-                .map_or_else(|| "n/a".to_string(), |i| count_of(i, *s).to_string()),
+                .map_or_else(|| "n/a".to_string(), |i| state_count(i, *s).to_string()),
             current: *s == view.state,
         })
         .collect();
