@@ -190,38 +190,17 @@ impl Inspector {
         } = self.tab_scope(req).await?;
         let g = group.as_deref();
         let (page, filter) = (req.page, req.filter);
-        let mut rows: Vec<TaskRow> = Vec::new();
         let mut total = tab_total;
         let mut scan = None;
         let mut lookup = None;
-        if !filter.id.is_empty() {
-            let id = &filter.id;
-            let found = match self.get_task_info(req.queue, id).await {
-                Ok(t)
-                    if t.state == req.state
-                        && (g.is_none() || t.group == g.unwrap_or_default()) =>
-                {
-                    rows.push(TaskRow::Task(t));
-                    IdLookup::InTab
-                }
-                Ok(t) => IdLookup::Elsewhere(t.state),
-                Err(Error::TaskNotFound { .. }) => IdLookup::Missing,
-                // An undecodable msg, or a state field no version knows.
-                Err(e @ (Error::Corrupt { .. } | Error::FailedPrecondition(_))) => {
-                    rows.push(TaskRow::Corrupt {
-                        id: id.clone(),
-                        state: req.state,
-                        error: e.to_string(),
-                    });
-                    IdLookup::Unreadable
-                }
-                Err(e) => return Err(e),
-            };
+        let rows = if !filter.id.is_empty() {
+            let (mut rows, found) = self.tab_lookup(req, g).await?;
             lookup = Some(found);
             total = Some(rows.len());
             if page.number > 1 {
                 rows.clear();
             }
+            rows
         } else if filter.scans() {
             let scanned = self.scan_tab(req.queue, req.state, g, tab_total).await?;
             let (count, of) = (scanned.rows.len(), scanned.total);
@@ -237,10 +216,10 @@ impl Inspector {
             });
             total = Some(matching.len());
             let offset = (page.number - 1).saturating_mul(page.size);
-            rows = matching.into_iter().skip(offset).take(page.size).collect();
+            matching.into_iter().skip(offset).take(page.size).collect()
         } else {
-            rows = self.list_tab_page(req.queue, req.state, g, page).await?;
-        }
+            self.list_tab_page(req.queue, req.state, g, page).await?
+        };
         // The list call checked the queue; a filter by id did through its lookup.
         let workers = if req.state == TaskState::Active && !rows.is_empty() {
             // A failing read only costs the start and deadline columns.
@@ -346,6 +325,34 @@ impl Inspector {
             .filter(|w| queue.is_none_or(|q| w.queue == q))
             .map(|w| (w.task_id, (w.started, w.deadline)))
             .collect())
+    }
+
+    /// The filter by id of `req`: one lookup. The row when the task is in
+    /// this tab (its state, and `group` when given), a corrupt row when it
+    /// cannot be read, else none; and what was found.
+    async fn tab_lookup(
+        &self,
+        req: &TabRequest<'_>,
+        group: Option<&str>,
+    ) -> Result<(Vec<TaskRow>, IdLookup)> {
+        let id = &req.filter.id;
+        Ok(match self.get_task_info(req.queue, id).await {
+            Ok(t) if t.state == req.state && group.is_none_or(|g| t.group == g) => {
+                (vec![TaskRow::Task(t)], IdLookup::InTab)
+            }
+            Ok(t) => (Vec::new(), IdLookup::Elsewhere(t.state)),
+            Err(Error::TaskNotFound { .. }) => (Vec::new(), IdLookup::Missing),
+            // An undecodable msg, or a state field no version knows.
+            Err(e @ (Error::Corrupt { .. } | Error::FailedPrecondition(_))) => {
+                let row = TaskRow::Corrupt {
+                    id: id.clone(),
+                    state: req.state,
+                    error: e.to_string(),
+                };
+                (vec![row], IdLookup::Unreadable)
+            }
+            Err(e) => return Err(e),
+        })
     }
 
     /// The read every tab call starts with: the aggregating tab's groups
