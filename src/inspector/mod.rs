@@ -11,16 +11,25 @@
 //! (servers with their workers, scheduler entries and events), `info.rs`
 //! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
 //! hashes: check and bounded sweep), `samples.rs` (the outage signal: retry
-//! growth from asynqdeck's own samples).
+//! growth from asynqdeck's own samples), `actions.rs` (which actions a
+//! task state allows, one table; one task, a list of ids, a whole
+//! container), `tab.rs` (what a queue tab shows: page, filters, bounded
+//! scan, summary, the join with active workers), `errgroups.rs` (LastErr
+//! grouping and its verdict).
 
+mod actions;
+pub mod errgroups;
 mod info;
 mod left_behind;
 mod queues;
 mod samples;
 mod servers;
+mod tab;
 mod tasks;
 
 pub use crate::broker::SweepCount;
+pub use actions::{BATCH_CONCURRENCY, TaskAction};
+pub use errgroups::ErrGroup;
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
 pub use left_behind::SweepBudget;
 pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow, StatsHints};
@@ -30,6 +39,10 @@ pub use samples::{
 };
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
+};
+pub use tab::{
+    IdLookup, SCAN_LIMIT, SCAN_PAGE, ScanCount, TabFilter, TabRead, TabRequest, TabSummary,
+    WorkerTimes, state_count,
 };
 pub use tasks::{Page, TaskRow};
 
