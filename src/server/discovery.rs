@@ -30,8 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::{Broker, DISCOVERY_SCAN_COUNT};
 use crate::error::Result;
 
-/// The maintenance engine's discovery tick: 1 s.
-pub const DEFAULT_DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
+pub use super::defaults::DEFAULT_DISCOVERY_INTERVAL;
 
 /// Ticks one cycle over the keyspace is sized to take: 50.
 pub const CYCLE_TICKS: u64 = 50;

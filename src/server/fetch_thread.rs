@@ -28,10 +28,7 @@ use std::time::{Duration, Instant};
 use super::processor::{Processor, RunControl};
 use crate::broker::Broker;
 
-/// The spin used when [`Config::fetch_spin`](super::Config::fetch_spin) is
-/// `None` and Redis is on this host: longer than a lease call of up to a
-/// few hundred tasks takes on an idle Redis.
-pub const DEFAULT_FETCH_SPIN: Duration = Duration::from_millis(1);
+pub use super::defaults::DEFAULT_FETCH_SPIN;
 
 /// The spin per reply: `configured` when set, else [`DEFAULT_FETCH_SPIN`]
 /// for a Redis on this host (`local`) and none for another.

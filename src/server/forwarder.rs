@@ -12,8 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::Broker;
 use crate::error::Result;
 
-/// Go's default `DelayedTaskCheckInterval`: 5 s (wire spec §7.1).
-pub const DEFAULT_FORWARD_INTERVAL: Duration = Duration::from_secs(5);
+pub use super::defaults::DEFAULT_FORWARD_INTERVAL;
 
 /// Polls the scheduled and retry sets of the server's queues.
 #[derive(Debug)]

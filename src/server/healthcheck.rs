@@ -14,8 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::Broker;
 use crate::error::{Error, Result};
 
-/// Go's default `HealthCheckInterval`: 15 s (wire spec §7.1).
-pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(15);
+pub use super::defaults::DEFAULT_HEALTH_CHECK_INTERVAL;
 
 /// The user callback: `None` when Redis answered `PING`, else the error
 /// (Go `Config.HealthCheckFunc`).

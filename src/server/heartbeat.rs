@@ -22,8 +22,7 @@ use crate::broker::Broker;
 use crate::broker::proto::{ServerInfo, Timestamp, WorkerInfo};
 use crate::error::Result;
 
-/// Go's heartbeat interval: 5 s (hard-coded; wire spec §7.1). TTL = 2 × interval.
-pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
+pub use super::defaults::DEFAULT_HEARTBEAT_INTERVAL;
 
 /// Ids per `ZADD XX` lease extension.
 const EXTEND_CHUNK: usize = 100;

@@ -10,10 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::Broker;
 use crate::error::Result;
 
-/// Go's default `JanitorInterval`: 8 s (wire spec §7.1).
-pub const DEFAULT_JANITOR_INTERVAL: Duration = Duration::from_secs(8);
-/// Go's default `JanitorBatchSize`: 100 tasks per script call (wire spec §7.1).
-pub const DEFAULT_JANITOR_BATCH_SIZE: usize = 100;
+pub use super::defaults::{DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL};
 
 /// Sweeps the completed sets of the server's queues.
 #[derive(Debug)]

@@ -74,14 +74,17 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::discovery::{DEFAULT_DISCOVERY_INTERVAL, QueueDiscovery};
-use super::forwarder::{DEFAULT_FORWARD_INTERVAL, Forwarder};
-use super::heartbeat::{
-    DEFAULT_HEARTBEAT_INTERVAL, Heartbeat, HeartbeatConfig, ServerIdentity, ServerStatus,
+use super::defaults::{
+    DEFAULT_DISCOVERY_INTERVAL, DEFAULT_FORWARD_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL, DEFAULT_RECOVER_INTERVAL,
+    DEFAULT_SAMPLE_INTERVAL,
 };
+use super::discovery::QueueDiscovery;
+use super::forwarder::Forwarder;
+use super::heartbeat::{Heartbeat, HeartbeatConfig, ServerIdentity, ServerStatus};
 use super::inflight::InFlight;
-use super::janitor::{DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL, Janitor};
-use super::recoverer::{DEFAULT_RECOVER_INTERVAL, Recoverer};
+use super::janitor::Janitor;
+use super::recoverer::Recoverer;
 use super::retry::{RetryDelayFunc, default_retry_delay_fn};
 use super::sampler::Sampler;
 use super::task_error::TaskError;
@@ -141,7 +144,7 @@ impl Default for MaintenanceConfig {
             janitor_batch_size: DEFAULT_JANITOR_BATCH_SIZE,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             register_server: true,
-            sample_interval: Some(Duration::from_secs(5)),
+            sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
             retry_delay_func: default_retry_delay_fn(),
             is_failure: Arc::new(|_| true),
         }

@@ -42,6 +42,7 @@ pub use task_error::{
 };
 
 mod backoff;
+pub mod defaults;
 #[doc(hidden)]
 pub mod discovery;
 mod fetch_thread;
@@ -51,6 +52,7 @@ pub mod forwarder;
 pub mod healthcheck;
 #[doc(hidden)]
 pub mod heartbeat;
+mod hooks;
 #[doc(hidden)]
 pub mod inflight;
 mod inline_start;
@@ -72,6 +74,7 @@ pub mod subscriber;
 pub mod syncer;
 pub use healthcheck::HealthCheckFunc;
 pub use heartbeat::ServerStatus;
+pub use hooks::{ErrorHandler, IsFailureFunc};
 pub use lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
 pub use maintenance::{Maintenance, MaintenanceConfig};
 
@@ -84,15 +87,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::broker::Broker;
 use crate::error::Result;
-use crate::task::Task;
-
-/// Decides whether a handler error counts as a failure (Go `Config.IsFailure`;
-/// S24). `false` retries the task without incrementing Retried or the failed
-/// counter.
-pub type IsFailureFunc = Arc<dyn Fn(&TaskError) -> bool + Send + Sync>;
-/// Called for every failed attempt, before the retry/archive decision
-/// (Go `ErrorHandler`; S20).
-pub type ErrorHandler = Arc<dyn Fn(&TaskContext, &Task, &TaskError) + Send + Sync>;
 
 /// Server settings (Go `asynq.Config`). [`Config::default`] gives Go's defaults.
 #[derive(Clone)]
@@ -157,16 +151,16 @@ impl Default for Config {
             retry_delay_func: default_retry_delay_fn(),
             is_failure: Arc::new(|_| true),
             error_handler: None,
-            shutdown_timeout: Duration::from_secs(8),
-            forwarder_interval: Duration::from_secs(5),
-            task_check_interval: Duration::from_secs(1),
-            janitor_interval: Duration::from_secs(8),
-            janitor_batch_size: 100,
-            recoverer_interval: Duration::from_secs(60),
-            heartbeat_interval: Duration::from_secs(5),
-            syncer_interval: Duration::from_secs(5),
+            shutdown_timeout: defaults::DEFAULT_SHUTDOWN_TIMEOUT,
+            forwarder_interval: defaults::DEFAULT_FORWARD_INTERVAL,
+            task_check_interval: defaults::DEFAULT_TASK_CHECK_INTERVAL,
+            janitor_interval: defaults::DEFAULT_JANITOR_INTERVAL,
+            janitor_batch_size: defaults::DEFAULT_JANITOR_BATCH_SIZE,
+            recoverer_interval: defaults::DEFAULT_RECOVER_INTERVAL,
+            heartbeat_interval: defaults::DEFAULT_HEARTBEAT_INTERVAL,
+            syncer_interval: defaults::DEFAULT_SYNC_INTERVAL,
             health_check_func: None,
-            health_check_interval: Duration::from_secs(15),
+            health_check_interval: defaults::DEFAULT_HEALTH_CHECK_INTERVAL,
             fetch_spin: None,
         }
     }
@@ -351,7 +345,7 @@ impl Server {
                 subscriber::Subscriber::new(
                     self.broker.clone(),
                     inflight.clone(),
-                    subscriber::DEFAULT_RESUBSCRIBE_WAIT,
+                    defaults::DEFAULT_RESUBSCRIBE_WAIT,
                 )
                 .run(rest.clone()),
             ),

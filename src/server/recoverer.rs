@@ -52,9 +52,8 @@ use crate::broker::{Adopted, Broker, ORPHAN_SCAN_CHUNK, RECOVER_BATCH};
 use crate::error::{Error, Result};
 use crate::task::Task;
 
-/// Go's recoverer interval: 1 minute (hard-coded; wire spec §7.1). Here it
-/// is the interval of full passes.
-pub const DEFAULT_RECOVER_INTERVAL: Duration = Duration::from_secs(60);
+/// Go's recoverer interval (1 min); here the interval of full passes.
+pub use super::defaults::DEFAULT_RECOVER_INTERVAL;
 
 /// How long an active id must have been seen without a lease entry or
 /// without a task key before it is settled: 30 s, the same slack the

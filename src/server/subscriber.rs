@@ -18,8 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::inflight::{CancelReason, InFlight};
 use crate::broker::Broker;
 
-/// Go's wait before subscribing again after a failure: 5 s (wire spec §7.1).
-pub const DEFAULT_RESUBSCRIBE_WAIT: Duration = Duration::from_secs(5);
+pub use super::defaults::DEFAULT_RESUBSCRIBE_WAIT;
 
 /// Listens on `asynq:cancel` and cancels the named running tasks.
 #[derive(Debug)]

@@ -22,8 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::Broker;
 use crate::error::Result;
 
-/// Go's syncer interval: 5 s (hard-coded; wire spec §7.1).
-pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(5);
+pub use super::defaults::DEFAULT_SYNC_INTERVAL;
 
 /// A write to retry (Go `syncRequest`).
 pub struct SyncRequest {
