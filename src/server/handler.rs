@@ -336,6 +336,15 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
     }
 }
 
+/// The handler's view of a dequeued task: type, payload and headers
+/// (copied, so the running task keeps the message for its outcome write).
+/// The one WireTask → [`Task`] conversion of the server: the worker hands it
+/// to the handler and the delay function, the recoverer to the delay
+/// function.
+pub(crate) fn user_task(msg: &crate::broker::proto::TaskMessage) -> Task {
+    Task::new(msg.r#type.clone(), msg.payload.clone()).with_headers(msg.headers.clone())
+}
+
 /// A [`Handler`] made from an async function; see [`handler_fn`].
 #[derive(Clone)]
 pub struct HandlerFn<F>(F);

@@ -82,12 +82,12 @@ use super::defaults::{
 use super::discovery::QueueDiscovery;
 use super::forwarder::Forwarder;
 use super::heartbeat::{Heartbeat, HeartbeatConfig, ServerIdentity, ServerStatus};
+use super::hooks::IsFailureFunc;
 use super::inflight::InFlight;
 use super::janitor::Janitor;
 use super::recoverer::Recoverer;
 use super::retry::{RetryDelayFunc, default_retry_delay_fn};
 use super::sampler::Sampler;
-use super::task_error::TaskError;
 use crate::broker::Broker;
 
 /// Priority each queue gets in the published `ServerInfo.queues`.
@@ -131,7 +131,7 @@ pub struct MaintenanceConfig {
     pub retry_delay_func: RetryDelayFunc,
     /// Whether a lease expiry counts as a failure (Retried + 1, failed
     /// counters). Default: always (Go).
-    pub is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+    pub is_failure: IsFailureFunc,
 }
 
 impl Default for MaintenanceConfig {

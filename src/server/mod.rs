@@ -41,6 +41,7 @@ pub use task_error::{
     retry_after,
 };
 
+mod acks;
 mod backoff;
 pub mod defaults;
 #[doc(hidden)]
@@ -64,14 +65,18 @@ pub mod lease;
 pub mod maintenance;
 mod panic_guard;
 mod processor;
+mod queue_order;
 #[doc(hidden)]
 pub mod recoverer;
+mod reply_spin;
 #[doc(hidden)]
 pub mod sampler;
 #[doc(hidden)]
 pub mod subscriber;
 #[doc(hidden)]
 pub mod syncer;
+mod waker;
+mod worker;
 pub use healthcheck::HealthCheckFunc;
 pub use heartbeat::ServerStatus;
 pub use hooks::{ErrorHandler, IsFailureFunc};
@@ -291,7 +296,7 @@ impl Server {
     ) -> Result<()> {
         self.broker.ping().await?;
         let c = &self.config;
-        let order = processor::QueueOrder::new(&c.queues, c.strict_priority);
+        let order = queue_order::QueueOrder::new(&c.queues, c.strict_priority);
         let queues = order.names();
         let queue_map: BTreeMap<String, i32> = c
             .queues
@@ -374,8 +379,8 @@ impl Server {
         let processor = processor::Processor {
             broker: self.broker.clone(),
             workers_rt: tokio::runtime::Handle::current(),
-            spin: fetch_thread::ReplySpin::for_broker(c.fetch_spin, &self.broker),
-            shared: Arc::new(processor::Shared {
+            spin: reply_spin::ReplySpin::for_broker(c.fetch_spin, &self.broker),
+            shared: Arc::new(worker::Shared {
                 broker: self.broker.clone(),
                 handler: Arc::new(handler),
                 retry_delay_func: c.retry_delay_func.clone(),

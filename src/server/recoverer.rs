@@ -38,19 +38,20 @@
 mod orphans;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
+use super::handler::user_task;
+use super::hooks::IsFailureFunc;
 use super::lease::{LeaseExpired, RECOVER_CUTOFF};
-use super::retry::RetryDelayFunc;
+use super::retry::{RetryDelayFunc, retry_at};
 use super::task_error::TaskError;
 use crate::broker::proto::WireTask;
 use crate::broker::{Adopted, Broker, ORPHAN_SCAN_CHUNK, RECOVER_BATCH};
 use crate::error::{Error, Result};
-use crate::task::Task;
 
 /// Go's recoverer interval (1 min); here the interval of full passes.
 pub use super::defaults::DEFAULT_RECOVER_INTERVAL;
@@ -125,7 +126,7 @@ pub struct Recoverer {
     source: QueueSource,
     interval: Duration,
     retry_delay_func: RetryDelayFunc,
-    is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+    is_failure: IsFailureFunc,
     state: Mutex<State>,
 }
 
@@ -150,7 +151,7 @@ impl Recoverer {
         queues: Vec<String>,
         interval: Duration,
         retry_delay_func: RetryDelayFunc,
-        is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+        is_failure: IsFailureFunc,
     ) -> Self {
         Recoverer::with_source(
             broker,
@@ -167,7 +168,7 @@ impl Recoverer {
         broker: Broker,
         interval: Duration,
         retry_delay_func: RetryDelayFunc,
-        is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+        is_failure: IsFailureFunc,
     ) -> Self {
         Recoverer::with_source(
             broker,
@@ -183,7 +184,7 @@ impl Recoverer {
         source: QueueSource,
         interval: Duration,
         retry_delay_func: RetryDelayFunc,
-        is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+        is_failure: IsFailureFunc,
     ) -> Self {
         let queues = match &source {
             QueueSource::Fixed(q) => q.clone(),
@@ -493,15 +494,13 @@ impl Recoverer {
             return self.broker.archive(task, &text).await;
         }
         let msg = &task.msg;
-        let user_task =
-            Task::new(msg.r#type.clone(), msg.payload.clone()).with_headers(msg.headers.clone());
-        let retried = u32::try_from(msg.retried).unwrap_or(0);
-        let delay = (self.retry_delay_func)(retried, &err, &user_task);
-        let now = self.broker.now();
-        let retry_at = chrono::Duration::from_std(delay)
-            .ok()
-            .and_then(|d| now.checked_add_signed(d))
-            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
+        let retry_at = retry_at(
+            &self.retry_delay_func,
+            msg.retried,
+            &err,
+            &user_task(msg),
+            || self.broker.now(),
+        );
         self.broker
             .retry(task, retry_at, &text, (self.is_failure)(&err))
             .await

@@ -47,6 +47,27 @@ use crate::task::Task;
 /// sparingly, the payload.
 pub type RetryDelayFunc = Arc<dyn Fn(u32, &TaskError, &Task) -> Duration + Send + Sync>;
 
+/// When a failed task runs next: now + `delay_func(retried, err, task)`
+/// (`retried` = the message's Retried, a negative one taken as 0), the one
+/// place both the worker and the recoverer compute it. A delay too large for
+/// a date (e.g. `Duration::MAX` for "never") saturates at the latest
+/// representable time instead of panicking. `now` is read after the delay
+/// function returns.
+pub(crate) fn retry_at(
+    delay_func: &RetryDelayFunc,
+    retried: i32,
+    err: &TaskError,
+    task: &Task,
+    now: impl FnOnce() -> chrono::DateTime<chrono::Utc>,
+) -> chrono::DateTime<chrono::Utc> {
+    let delay = delay_func(u32::try_from(retried).unwrap_or(0), err, task);
+    let now = now();
+    chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+}
+
 /// Largest `r` of the default curve: `r` is uniform in `0..=29` (wire spec §7.4).
 const SIDEKIQ_MAX_R: u64 = 29;
 
