@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 use crate::error::{Error, Result};
 
@@ -50,12 +51,8 @@ impl HealthChecker {
     /// `shutdown` is cancelled. Go `healthchecker.start`.
     pub async fn run(self, shutdown: CancellationToken) {
         super::panic_guard::install_panic_hook();
-        loop {
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.interval) => {}
-            }
+        let mut ticks = Ticker::new(self.interval, FirstTick::AfterInterval, &shutdown);
+        while ticks.next().await {
             if let Err(e) = self.tick().await {
                 tracing::warn!(error = %e, "healthcheck: redis ping failed");
             }

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use super::inflight::{CancelReason, InFlight, Running};
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 use crate::broker::proto::{ServerInfo, Timestamp, WorkerInfo};
 use crate::error::Result;
@@ -185,14 +186,10 @@ impl Heartbeat {
     /// then deletes the server's keys ([`Heartbeat::clear`]). Failures are
     /// logged and the loop goes on. Go `heartbeater.start`.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
+        let mut ticks = Ticker::new(self.config.interval, FirstTick::AtOnce, &shutdown);
+        while ticks.next().await {
             if let Err(e) = self.tick().await {
                 tracing::warn!(error = %e, "heartbeat: failed to write server state");
-            }
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.config.interval) => {}
             }
         }
         if let Err(e) = self.clear().await {

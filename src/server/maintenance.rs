@@ -68,7 +68,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -88,6 +87,7 @@ use super::janitor::Janitor;
 use super::recoverer::Recoverer;
 use super::retry::{RetryDelayFunc, default_retry_delay_fn};
 use super::sampler::Sampler;
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 
 /// Priority each queue gets in the published `ServerInfo.queues`.
@@ -231,20 +231,17 @@ impl Maintenance {
         );
         let mut loops = Vec::new();
 
-        let (b, c) = (broker.clone(), config.clone());
-        loops.push(tokio::spawn(every(
-            config.forwarder_interval,
-            false,
-            shutdown.clone(),
-            move || {
-                let (b, c) = (b.clone(), c.clone());
-                async move {
-                    if let Some(queues) = queues(&b, "forwarder").await {
-                        let _ = Forwarder::new(b, queues, c.forwarder_interval).tick().await;
-                    }
+        let (b, c, stop) = (broker.clone(), config.clone(), shutdown.clone());
+        loops.push(tokio::spawn(async move {
+            let mut ticks = Ticker::new(c.forwarder_interval, FirstTick::AfterInterval, &stop);
+            while ticks.next().await {
+                if let Some(queues) = queues(&b, "forwarder").await {
+                    let _ = Forwarder::new(b.clone(), queues, c.forwarder_interval)
+                        .tick()
+                        .await;
                 }
-            },
-        )));
+            }
+        }));
 
         // One recoverer for the engine's life: it keeps its lease schedule
         // and orphan scan between passes (R4, R8) and lists the queues at
@@ -265,22 +262,18 @@ impl Maintenance {
             ));
         }
 
-        let (b, c) = (broker.clone(), config.clone());
-        loops.push(tokio::spawn(every(
-            config.janitor_interval,
-            false,
-            shutdown.clone(),
-            move || {
-                let (b, c) = (b.clone(), c.clone());
-                async move {
-                    if let Some(queues) = queues(&b, "janitor").await {
-                        let _ = Janitor::new(b, queues, c.janitor_interval, c.janitor_batch_size)
+        let (b, c, stop) = (broker.clone(), config.clone(), shutdown.clone());
+        loops.push(tokio::spawn(async move {
+            let mut ticks = Ticker::new(c.janitor_interval, FirstTick::AfterInterval, &stop);
+            while ticks.next().await {
+                if let Some(queues) = queues(&b, "janitor").await {
+                    let _ =
+                        Janitor::new(b.clone(), queues, c.janitor_interval, c.janitor_batch_size)
                             .tick()
                             .await;
-                    }
                 }
-            },
-        )));
+            }
+        }));
 
         if let Some(interval) = config.sample_interval {
             loops.push(tokio::spawn(
@@ -291,7 +284,8 @@ impl Maintenance {
         // The heartbeat runs here, last to stop: the server entry stays
         // visible while the other loops finish their tick.
         if config.register_server {
-            loop {
+            let mut ticks = Ticker::new(config.heartbeat_interval, FirstTick::AtOnce, &shutdown);
+            while ticks.next().await {
                 if let Some(queues) = queues(&broker, "heartbeat").await {
                     heartbeat.set_queues(
                         queues
@@ -302,11 +296,6 @@ impl Maintenance {
                 }
                 if let Err(e) = heartbeat.tick().await {
                     tracing::warn!(error = %e, "maintenance: heartbeat failed to write server state");
-                }
-                tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(config.heartbeat_interval) => {}
                 }
             }
         } else {
@@ -336,26 +325,5 @@ async fn queues(broker: &Broker, component: &'static str) -> Option<Vec<String>>
             tracing::warn!(component, error = %e, "maintenance: cannot list queues; skipping this tick");
             None
         }
-    }
-}
-
-/// Calls `tick` every `interval` (first call at once when `immediately`,
-/// else after one interval) until `shutdown` is cancelled. A tick in
-/// progress is finished, not interrupted.
-async fn every<F, Fut>(interval: Duration, immediately: bool, shutdown: CancellationToken, tick: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = ()>,
-{
-    if immediately {
-        tick().await;
-    }
-    loop {
-        tokio::select! {
-            biased;
-            _ = shutdown.cancelled() => break,
-            _ = tokio::time::sleep(interval) => {}
-        }
-        tick().await;
     }
 }

@@ -75,6 +75,7 @@ pub mod sampler;
 pub mod subscriber;
 #[doc(hidden)]
 pub mod syncer;
+mod ticker;
 mod waker;
 mod worker;
 pub use healthcheck::HealthCheckFunc;

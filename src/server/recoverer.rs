@@ -49,6 +49,7 @@ use super::hooks::IsFailureFunc;
 use super::lease::{LeaseExpired, RECOVER_CUTOFF};
 use super::retry::{RetryDelayFunc, retry_at};
 use super::task_error::TaskError;
+use super::ticker::sleep_unless_shutdown;
 use crate::broker::proto::WireTask;
 use crate::broker::{Adopted, Broker, ORPHAN_SCAN_CHUNK, RECOVER_BATCH};
 use crate::error::{Error, Result};
@@ -287,13 +288,9 @@ impl Recoverer {
                 if left.is_zero() {
                     break;
                 }
-                tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => {
-                        tracing::debug!("recoverer done");
-                        return;
-                    }
-                    _ = tokio::time::sleep(left.min(CLOCK_RECHECK)) => {}
+                if !sleep_unless_shutdown(&shutdown, left.min(CLOCK_RECHECK)).await {
+                    tracing::debug!("recoverer done");
+                    return;
                 }
             }
             if shutdown.is_cancelled() {

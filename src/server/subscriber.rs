@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::inflight::{CancelReason, InFlight};
+use super::ticker::sleep_unless_shutdown;
 use crate::broker::Broker;
 
 pub use super::defaults::DEFAULT_RESUBSCRIBE_WAIT;
@@ -68,10 +69,8 @@ impl Subscriber {
                     tracing::warn!(error = %e, "subscriber: cannot subscribe to asynq:cancel");
                 }
             }
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.retry_wait) => {}
+            if !sleep_unless_shutdown(&shutdown, self.retry_wait).await {
+                break;
             }
         }
         tracing::debug!("subscriber done");

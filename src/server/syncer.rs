@@ -19,6 +19,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 use crate::error::Result;
 
@@ -118,12 +119,8 @@ impl Syncer {
     /// A pass every `interval` until `shutdown` is cancelled, then
     /// [`Syncer::finish`]. Go `syncer.start`.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.interval) => {}
-            }
+        let mut ticks = Ticker::new(self.interval, FirstTick::AfterInterval, &shutdown);
+        while ticks.next().await {
             self.tick().await;
         }
         self.finish().await;
