@@ -71,10 +71,12 @@ pub mod recoverer;
 mod reply_spin;
 #[doc(hidden)]
 pub mod sampler;
+mod serve_mux;
 #[doc(hidden)]
 pub mod subscriber;
 #[doc(hidden)]
 pub mod syncer;
+mod task_context;
 mod ticker;
 mod waker;
 mod worker;

@@ -11,7 +11,7 @@
 //! [`queue_order`](super::queue_order)), starts one worker per task
 //! ([`worker`](super::worker); spawned, or for task types learned to be
 //! quick polled once in place and spawned only when still pending:
-//! [`inline_start`](super::inline_start); workers belong to the caller's
+//! [`inline_start`]; workers belong to the caller's
 //! runtime either way), and when every queue is empty waits for the idle
 //! waker ([`waker`](super::waker)) or `task_check_interval` before looking
 //! again; a queue whose lease call failed is tried again at once, then with
