@@ -2,26 +2,51 @@
 //! maintenance loops Go asynq runs beside them (Go `server.go`,
 //! `processor.go`, `servemux.go`, `context.go`; S1–S27).
 //!
-//! Public pieces:
-//! - [`Server`], [`Config`], [`ShutdownHandle`]: start, configure, stop.
-//! - `handler`: the [`Handler`] trait, [`handler_fn`], [`TaskContext`] (task
-//!   id, retry count, max retry, queue, deadline, cancellation; S26),
-//!   [`ResultWriter`] and the routing [`ServeMux`] (wire spec §7.3).
+//! # Public pieces
+//! - `mod.rs` (here): [`Server`], [`Config`], [`ShutdownHandle`]: start,
+//!   configure, stop; [`defaults`]: every default interval with its Go
+//!   source; `hooks`: the [`IsFailureFunc`] and [`ErrorHandler`] aliases.
+//! - `handler`: the [`Handler`] trait, [`handler_fn`]; `task_context`:
+//!   [`TaskContext`] (task id, retry count, max retry, queue, deadline,
+//!   cancellation; S26) and [`ResultWriter`]; `serve_mux`: the routing
+//!   [`ServeMux`] (wire spec §7.3). All three are re-exported from
+//!   `handler` too.
 //! - `task_error`: [`TaskError`] (an [`anyhow::Error`]) and the outcome
 //!   markers [`SkipRetry`], [`RevokeTask`], [`RetryAfter`], plus
 //!   [`PanicError`] and [`HandlerNotFound`]; [`error_text`] gives the stored
 //!   `LastErr` (wire spec §7.4, §12; S19–S25).
-//! - `retry`: [`RetryDelayFunc`], [`default_retry_delay`] (Sidekiq curve) and
-//!   the [`RetryPolicy`] builder (S4–S11).
+//! - `retry`: [`RetryDelayFunc`], [`default_retry_delay`] (Sidekiq curve),
+//!   the [`RetryPolicy`] builder (S4–S11), and `retry_at`, the one retry
+//!   time computation (worker and recoverer).
 //!
-//! Internal components, one file each, one skeleton each (`new`, `run`
-//! until a shutdown token, a one-step `tick`): `processor` (dequeue, run,
-//! write outcomes), `forwarder` (scheduled/retry → pending, S12),
-//! `recoverer` (lapsed leases), `janitor` (expired completed tasks),
-//! `heartbeat` (server and worker state, lease extension), `syncer` (retries
-//! failed writes), `subscriber` (cancellation channel), `healthcheck`.
-//! `inflight` is the registry of running tasks they share; `lease` holds the
-//! lease rules and the context errors.
+//! # Running tasks
+//! - `processor`: the fetch loop (lease, start workers, shutdown order);
+//!   `fetch_thread` runs it on its own thread and connection, `reply_spin`
+//!   busy-polls its lease replies, `queue_order` picks the queue order,
+//!   `waker` wakes it when an empty queue gets work, `backoff` spaces the
+//!   retries of a queue whose lease call failed, `inline_start` starts
+//!   quick task types without a spawn.
+//! - `worker`: runs one task (deadline, cancellation, `panic_guard`) and
+//!   decides its outcome.
+//!
+//! **Who writes which outcome.** The *worker* writes retry, archive and
+//! complete (success with retention), and the shutdown requeue
+//! (`worker.rs`). The *fetch loop* finishes successes without retention
+//! and revokes with `done`, mostly in the call that leases the next tasks
+//! (`acks.rs`). Both ask `lease::may_write_outcome` first: once the local
+//! lease has lapsed nothing is written and the recoverer owns the task. A
+//! write that fails on Redis goes to the `syncer`.
+//!
+//! # Maintenance loops
+//! One file each, one skeleton each (`new`, `run` until a shutdown token, a
+//! one-step `tick`), paced by `ticker` (the one tick loop): `forwarder`
+//! (scheduled/retry → pending, S12), `recoverer` (lapsed leases, orphans;
+//! it plans its own next look), `janitor` (expired completed tasks),
+//! `heartbeat` (server and worker state, lease extension), `syncer`
+//! (retries failed writes), `subscriber` (cancellation channel),
+//! `healthcheck`, and for the dashboard's engine (`maintenance`) also
+//! `sampler` and `discovery`. `inflight` is the registry of running tasks
+//! they share; `lease` holds the lease rules and the context errors.
 
 pub mod handler;
 pub mod retry;
@@ -120,7 +145,7 @@ pub struct Config {
     pub forwarder_interval: Duration,
     /// Longest wait between dequeue attempts while every queue is empty.
     /// Default 1 s (Go). Work that arrives earlier is picked up at once
-    /// through a blocking wake-up (see `processor`).
+    /// through a blocking wake-up (see `waker`).
     pub task_check_interval: Duration,
     /// How often expired completed tasks are deleted. Default 8 s.
     pub janitor_interval: Duration,

@@ -441,4 +441,36 @@ mod tests {
         let d = g(0, &err, &task("t"));
         assert!(d >= Duration::from_secs(15) && d <= Duration::from_secs(44));
     }
+
+    /// The shared retry time (worker and recoverer): now + delay, read
+    /// after the delay function; the delay function sees Retried (a
+    /// negative one as 0); a delay too large for a date saturates.
+    #[test]
+    fn retry_at_adds_the_delay_and_saturates() {
+        let now = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let f: RetryDelayFunc = Arc::new(move |n, _e, _t| {
+            log.lock().unwrap().push(n);
+            if n == 7 {
+                Duration::MAX
+            } else {
+                Duration::from_secs(10)
+            }
+        });
+        let err = plain();
+        assert_eq!(
+            retry_at(&f, 3, &err, &task("t"), || now),
+            now + chrono::Duration::seconds(10)
+        );
+        assert_eq!(
+            retry_at(&f, -1, &err, &task("t"), || now),
+            now + chrono::Duration::seconds(10)
+        );
+        assert_eq!(
+            retry_at(&f, 7, &err, &task("t"), || now),
+            chrono::DateTime::<chrono::Utc>::MAX_UTC
+        );
+        assert_eq!(*seen.lock().unwrap(), vec![3, 0, 7]);
+    }
 }

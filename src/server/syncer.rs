@@ -1,8 +1,9 @@
 //! The syncer: retries outcome writes that failed because Redis was
 //! unreachable (Go `syncer.go`; wire spec §7.4, §7.7).
 //!
-//! The processor sends a [`SyncRequest`] when it could not write a task's
-//! outcome (done, complete, retry, archive). The syncer tries it again every
+//! The fetch loop (`acks.rs`: done) and the workers (`worker.rs`: complete,
+//! retry, archive) send a [`SyncRequest`] when they could not write a
+//! task's outcome. The syncer tries it again every
 //! interval until it succeeds or its deadline (the task's lease end) passes;
 //! after that the recoverer owns the task and the request is dropped with a
 //! warning. A write Redis refuses (NOT FOUND: another server recovered the

@@ -47,7 +47,7 @@ impl fmt::Debug for TaskContext {
 }
 
 impl TaskContext {
-    /// The context the processor hands a handler. `retry_count` = the task
+    /// The context a worker hands its handler. `retry_count` = the task
     /// message's `retried`, `max_retry` = its `retry`; `cancel` fires on
     /// deadline, `asynq:cancel` or shutdown abort. Results go to `broker`.
     pub(crate) fn new(
