@@ -32,15 +32,15 @@ use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::user_task;
+use super::handler::{Handler, user_task};
 use super::hooks::{ErrorHandler, IsFailureFunc};
 use super::inflight::{CancelReason, InFlight, Running};
 use super::lease::{ContextCanceled, DeadlineExceeded, LeaseExpired, may_write_outcome};
 use super::panic_guard::{HandlerCall, call_user, take_panic_location};
 use super::retry::{RetryDelayFunc, retry_at};
 use super::syncer::SyncRequest;
-use super::task_error::{error_text, is_revoke_task, is_skip_retry, panic_error};
-use super::{Handler, TaskContext, TaskError};
+use super::task_context::TaskContext;
+use super::task_error::{TaskError, error_text, is_revoke_task, is_skip_retry, panic_error};
 use crate::broker::Broker;
 use crate::broker::proto::{TaskMessage, WireTask};
 use crate::task::{DEFAULT_TIMEOUT, Task};
