@@ -44,6 +44,8 @@ pub(super) async fn finish(shared: &Shared, broker: &Broker, acks: &mut Vec<Ack>
     }
 }
 
+/// Finishes each queue's acks of `by_queue` with one `done` call; those of a
+/// call that fails go to the syncer.
 pub(super) async fn finish_grouped(
     shared: &Shared,
     broker: &Broker,
