@@ -30,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod app;
 pub mod broker;
 pub mod cli;
 pub mod client;

@@ -473,3 +473,37 @@ async fn unreadable_data_is_422_not_500() {
         "the overview shows n/a for that queue: {html}"
     );
 }
+
+/// One status mapping for the pages' actions and `/api` (issue 13): an
+/// unknown queue answers 404 whether the action deletes the queue (the
+/// queues page answered 400 before) or acts on a task, as asynqmon does; a
+/// queue that is not empty is 400. (Pausing an unknown queue succeeds, as
+/// in Go.)
+#[tokio::test]
+async fn unknown_queue_actions_are_404_on_pages_and_api() {
+    let db = support::redis();
+    let s = setup(&db, WebConfig::default()).await;
+    s.client
+        .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
+        .await
+        .unwrap();
+    let token = Some(s.token.as_str());
+    for path in ["/queues/nope/delete", "/queues/nope/tasks/x1/run?tab=retry"] {
+        let (status, body) = post(&s.app, path, token, "").await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+    let (status, body) = post(&s.app, "/queues/default/delete", token, "").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let res = s
+        .app
+        .clone()
+        .oneshot(
+            Request::delete("/api/queues/nope")
+                .header("x-csrf-token", &s.token)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}

@@ -6,8 +6,10 @@
 //! `trim_archive` function (Lua has no includes); likewise `lib/release_lock`
 //! (a deleted task's uniqueness lock, named by its hash or its msg), `lib/count_stats`
 //! (statistics counters), `lib/lease_tasks` (dequeue), `lib/finish_tasks`
-//! (done), `lib/queue_counts` (one queue's counts) and `lib/memory_usage`
-//! (one queue's memory estimate).
+//! (done), `lib/queue_counts` (one queue's counts), `lib/memory_usage`
+//! (one queue's memory estimate) and `lib/remove_from_container` (taking one
+//! task out of the list or zset its state names: run, archive and delete one
+//! task).
 //!
 //! Every script uses only commands Redis 6.0 has and answers with integer
 //! codes or data, never an error reply.
@@ -16,6 +18,18 @@
 use std::sync::LazyLock;
 
 use redis::Script;
+
+#[cfg(test)]
+mod tests;
+
+/// One registered script (tests only): the static's name, its files as
+/// (name without `.lua`, text) in concatenation order, and the script.
+#[cfg(test)]
+pub(crate) struct Registered {
+    pub(crate) name: &'static str,
+    pub(crate) files: Vec<(&'static str, &'static str)>,
+    pub(crate) script: &'static Script,
+}
 
 macro_rules! scripts {
     ($( $(#[$doc:meta])* $name:ident => [$($file:literal),+]; )*) => {
@@ -26,10 +40,16 @@ macro_rules! scripts {
             });
         )*
 
-        /// Every script with its file name, for header checks and preloading.
-        #[allow(dead_code)]
-        pub(crate) fn all() -> Vec<(&'static str, &'static Script)> {
-            vec![$((concat!($($file, " "),+), &*$name)),*]
+        /// Every script with its files, in the order they are concatenated
+        /// (`lib/` files first, the operation's own file last), for the
+        /// header checks in `scripts/tests.rs`.
+        #[cfg(test)]
+        pub(crate) fn all() -> Vec<Registered> {
+            vec![$(Registered {
+                name: stringify!($name),
+                files: vec![$(($file, include_str!(concat!("scripts/", $file, ".lua")))),+],
+                script: &*$name,
+            }),*]
         }
     };
 }
@@ -78,11 +98,11 @@ scripts! {
     /// Read one task with its state and due time (asynq rdb.GetTaskInfo).
     GET_TASK_INFO => ["get_task_info"];
     /// Move one task to pending (asynq rdb.RunTask).
-    RUN_TASK => ["run_task"];
+    RUN_TASK => ["lib/remove_from_container", "run_task"];
     /// Move one task to the archive and trim it (asynq rdb.ArchiveTask).
-    ARCHIVE_TASK => ["lib/trim_archive", "archive_task"];
+    ARCHIVE_TASK => ["lib/trim_archive", "lib/remove_from_container", "archive_task"];
     /// Delete one task and release its lock (asynq rdb.DeleteTask).
-    DELETE_TASK => ["lib/release_lock", "delete_task"];
+    DELETE_TASK => ["lib/release_lock", "lib/remove_from_container", "delete_task"];
     /// Move every task of a zset to pending (asynq rdb.RunAll*Tasks).
     RUN_ALL => ["run_all"];
     /// Move every task of a container to the archive and trim it (asynq rdb.ArchiveAll*Tasks).

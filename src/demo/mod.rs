@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 pub use workload::{DemoConfig, Partner};
 
 use crate::Client;
+use crate::app::{ServeConfig, ServeError};
 use crate::broker::{Broker, ConnectOptions};
-use crate::cli::{ServeConfig, ServeError};
 use crate::server::{MaintenanceConfig, Server};
 use crate::web::WebConfig;
 
@@ -102,7 +102,7 @@ pub async fn run(
         "demo: workers and producer running; partner outages every {:?} for {:?}; controls at http://{}/demo",
         opts.workload.outage_every, opts.workload.outage_for, opts.listen
     );
-    let result = crate::cli::serve_with(config, web::routes(partner), shutdown).await;
+    let result = crate::app::serve_with(config, web::routes(partner), shutdown).await;
     stop.cancel();
     let _ = producer.await;
     match worker.await {

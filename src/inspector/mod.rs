@@ -15,10 +15,16 @@
 //! (servers with their workers, scheduler entries and events), `info.rs`
 //! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
 //! hashes: check and bounded sweep), `samples.rs` (the outage signal: retry
-//! growth from asynqdeck's own samples). The queue data types
-//! ([`QueueInfo`], [`DailyStats`], [`GroupInfo`]) are the broker's,
+//! growth from asynqdeck's own samples), `actions.rs` (which actions a
+//! task state allows, one table; one task, a list of ids, a whole
+//! container), `tab.rs` (what a queue tab shows: page, filters, bounded
+//! scan, summary, the join with active workers), `errgroups.rs` (LastErr
+//! grouping and its verdict). The queue data types ([`QueueInfo`],
+//! [`DailyStats`], [`GroupInfo`]) and [`Page`] are the broker's,
 //! re-exported here.
 
+mod actions;
+pub mod errgroups;
 mod info;
 mod left_behind;
 mod queues;
@@ -26,11 +32,14 @@ mod samples;
 mod servers;
 mod snapshot;
 mod stats;
+mod tab;
 mod tasks;
 
 pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
 pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
+pub use actions::{BATCH_CONCURRENCY, TaskAction};
+pub use errgroups::ErrGroup;
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
 pub use left_behind::SweepBudget;
 pub use samples::{
@@ -42,6 +51,10 @@ pub use servers::{
 };
 pub use snapshot::{GrowthSamples, MemoryEstimate, QueueRow, Snapshot};
 pub use stats::{QueueStatsRow, StatsHints};
+pub use tab::{
+    IdLookup, SCAN_LIMIT, SCAN_PAGE, ScanCount, TabFilter, TabRead, TabRequest, TabSummary,
+    WorkerTimes, state_count,
+};
 pub use tasks::TaskRow;
 
 use crate::broker::Broker;

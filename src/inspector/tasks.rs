@@ -17,6 +17,7 @@
 use chrono::{DateTime, Utc};
 
 use super::Inspector;
+use super::actions::{TaskAction, allowed_for_container};
 use crate::broker::proto::TaskMessage;
 use crate::broker::{Page, keys};
 use crate::error::{Error, Result};
@@ -273,14 +274,12 @@ impl Inspector {
     /// any other state, [`Error::QueueNotFound`], [`Error::Redis`].
     pub async fn run_all(&self, queue: &str, state: TaskState) -> Result<u64> {
         validate_queue(queue)?;
-        match state {
-            TaskState::Scheduled | TaskState::Retry | TaskState::Archived => {
-                self.broker.run_all_tasks(queue, state, None).await
-            }
-            other => Err(Error::InvalidArgument(format!(
-                "cannot run all {other} tasks: only scheduled, retry and archived"
-            ))),
+        if !allowed_for_container(TaskAction::Run, state) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot run all {state} tasks: only scheduled, retry and archived"
+            )));
         }
+        self.broker.run_all_tasks(queue, state, None).await
     }
 
     /// Moves every aggregating task of `group` to pending and removes the
@@ -306,14 +305,12 @@ impl Inspector {
     /// any other state, [`Error::QueueNotFound`], [`Error::Redis`].
     pub async fn archive_all(&self, queue: &str, state: TaskState) -> Result<u64> {
         validate_queue(queue)?;
-        match state {
-            TaskState::Pending | TaskState::Scheduled | TaskState::Retry => {
-                self.broker.archive_all_tasks(queue, state, None).await
-            }
-            other => Err(Error::InvalidArgument(format!(
-                "cannot archive all {other} tasks: only pending, scheduled and retry"
-            ))),
+        if !allowed_for_container(TaskAction::Archive, state) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot archive all {state} tasks: only pending, scheduled and retry"
+            )));
         }
+        self.broker.archive_all_tasks(queue, state, None).await
     }
 
     /// Archives every aggregating task of `group` and removes the group from
@@ -338,16 +335,12 @@ impl Inspector {
     /// active and aggregating, [`Error::QueueNotFound`], [`Error::Redis`].
     pub async fn delete_all(&self, queue: &str, state: TaskState) -> Result<u64> {
         validate_queue(queue)?;
-        match state {
-            TaskState::Pending
-            | TaskState::Scheduled
-            | TaskState::Retry
-            | TaskState::Archived
-            | TaskState::Completed => self.broker.delete_all_tasks(queue, state, None).await,
-            other => Err(Error::InvalidArgument(format!(
-                "cannot delete all {other} tasks: only pending, scheduled, retry, archived and completed"
-            ))),
+        if !allowed_for_container(TaskAction::Delete, state) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot delete all {state} tasks: only pending, scheduled, retry, archived and completed"
+            )));
         }
+        self.broker.delete_all_tasks(queue, state, None).await
     }
 
     /// Deletes every aggregating task of `group`, releasing their locks, and

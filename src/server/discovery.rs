@@ -27,11 +27,11 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::{Broker, DISCOVERY_SCAN_COUNT};
 use crate::error::Result;
 
-/// The maintenance engine's discovery tick: 1 s.
-pub const DEFAULT_DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
+pub use super::defaults::DEFAULT_DISCOVERY_INTERVAL;
 
 /// Ticks one cycle over the keyspace is sized to take: 50.
 pub const CYCLE_TICKS: u64 = 50;
@@ -176,14 +176,10 @@ impl QueueDiscovery {
     /// Ticks every `interval` (first at once) until `shutdown` is
     /// cancelled; failures are logged and the walk goes on.
     pub async fn run(mut self, interval: Duration, shutdown: CancellationToken) {
-        loop {
+        let mut ticks = Ticker::new(interval, FirstTick::AtOnce, &shutdown);
+        while ticks.next().await {
             if let Err(e) = self.tick().await {
                 tracing::warn!(error = %e, "queue discovery: step failed");
-            }
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(interval) => {}
             }
         }
         tracing::debug!("queue discovery done");

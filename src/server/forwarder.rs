@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 use crate::error::Result;
 
-/// Go's default `DelayedTaskCheckInterval`: 5 s (wire spec §7.1).
-pub const DEFAULT_FORWARD_INTERVAL: Duration = Duration::from_secs(5);
+pub use super::defaults::DEFAULT_FORWARD_INTERVAL;
 
 /// Polls the scheduled and retry sets of the server's queues.
 #[derive(Debug)]
@@ -38,12 +38,8 @@ impl Forwarder {
     /// `shutdown` is cancelled; a failed poll is logged and the loop goes on.
     /// Go `forwarder.start`.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.interval) => {}
-            }
+        let mut ticks = Ticker::new(self.interval, FirstTick::AfterInterval, &shutdown);
+        while ticks.next().await {
             // Failures are logged per queue by `tick`.
             let _ = self.tick().await;
         }

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 use crate::error::{Error, Result};
 
-/// Go's default `HealthCheckInterval`: 15 s (wire spec §7.1).
-pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(15);
+pub use super::defaults::DEFAULT_HEALTH_CHECK_INTERVAL;
 
 /// The user callback: `None` when Redis answered `PING`, else the error
 /// (Go `Config.HealthCheckFunc`).
@@ -51,12 +51,8 @@ impl HealthChecker {
     /// `shutdown` is cancelled. Go `healthchecker.start`.
     pub async fn run(self, shutdown: CancellationToken) {
         super::panic_guard::install_panic_hook();
-        loop {
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.interval) => {}
-            }
+        let mut ticks = Ticker::new(self.interval, FirstTick::AfterInterval, &shutdown);
+        while ticks.next().await {
             if let Err(e) = self.tick().await {
                 tracing::warn!(error = %e, "healthcheck: redis ping failed");
             }

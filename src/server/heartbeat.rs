@@ -18,12 +18,12 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use super::inflight::{CancelReason, InFlight, Running};
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 use crate::broker::proto::{ServerInfo, Timestamp, WorkerInfo};
 use crate::error::Result;
 
-/// Go's heartbeat interval: 5 s (hard-coded; wire spec §7.1). TTL = 2 × interval.
-pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
+pub use super::defaults::DEFAULT_HEARTBEAT_INTERVAL;
 
 /// Ids per `ZADD XX` lease extension.
 const EXTEND_CHUNK: usize = 100;
@@ -186,14 +186,10 @@ impl Heartbeat {
     /// then deletes the server's keys ([`Heartbeat::clear`]). Failures are
     /// logged and the loop goes on. Go `heartbeater.start`.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
+        let mut ticks = Ticker::new(self.config.interval, FirstTick::AtOnce, &shutdown);
+        while ticks.next().await {
             if let Err(e) = self.tick().await {
                 tracing::warn!(error = %e, "heartbeat: failed to write server state");
-            }
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.config.interval) => {}
             }
         }
         if let Err(e) = self.clear().await {

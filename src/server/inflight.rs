@@ -1,7 +1,7 @@
 //! The registry of tasks this server is running right now.
 //!
-//! The processor inserts a task when a worker starts it and removes it when
-//! its outcome is written. The heartbeat reads it (WorkerInfo, lease
+//! A worker (`worker.rs`) inserts a task when it starts it and removes it
+//! once the handler has ended, before the outcome is written. The heartbeat reads it (WorkerInfo, lease
 //! extension), the subscriber cancels by id, shutdown cancels what is left.
 //! A std `Mutex` is right here: every critical section is a map operation
 //! with no `.await` inside.

@@ -7,13 +7,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 use crate::error::Result;
 
-/// Go's default `JanitorInterval`: 8 s (wire spec §7.1).
-pub const DEFAULT_JANITOR_INTERVAL: Duration = Duration::from_secs(8);
-/// Go's default `JanitorBatchSize`: 100 tasks per script call (wire spec §7.1).
-pub const DEFAULT_JANITOR_BATCH_SIZE: usize = 100;
+pub use super::defaults::{DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL};
 
 /// Sweeps the completed sets of the server's queues.
 #[derive(Debug)]
@@ -42,12 +40,8 @@ impl Janitor {
     /// `shutdown` is cancelled; a failed sweep is logged and the loop goes
     /// on. Go `janitor.start`.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.interval) => {}
-            }
+        let mut ticks = Ticker::new(self.interval, FirstTick::AfterInterval, &shutdown);
+        while ticks.next().await {
             // Failures are logged per queue by `tick`.
             let _ = self.tick().await;
         }

@@ -23,3 +23,22 @@ pub struct ContextCanceled;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, thiserror::Error)]
 #[error("context deadline exceeded")]
 pub struct DeadlineExceeded;
+
+/// Whether the worker of `running` still holds its lease at `now`, so that
+/// it may write the task's outcome (Go `Lease.IsValid` before every write).
+/// When it does not, logs that the task is left to the recoverer, which owns
+/// it now (another worker may even be running it again), and the caller
+/// writes nothing. Every outcome write, whoever makes it, asks here first.
+pub(crate) fn may_write_outcome(
+    running: &super::inflight::Running,
+    now: chrono::DateTime<chrono::Utc>,
+) -> bool {
+    let held = running.lease_valid(now);
+    if !held {
+        tracing::warn!(
+            id = running.task.msg.id,
+            "lease lapsed; leaving the task to the recoverer"
+        );
+    }
+    held
+}

@@ -68,23 +68,26 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::discovery::{DEFAULT_DISCOVERY_INTERVAL, QueueDiscovery};
-use super::forwarder::{DEFAULT_FORWARD_INTERVAL, Forwarder};
-use super::heartbeat::{
-    DEFAULT_HEARTBEAT_INTERVAL, Heartbeat, HeartbeatConfig, ServerIdentity, ServerStatus,
+use super::defaults::{
+    DEFAULT_DISCOVERY_INTERVAL, DEFAULT_FORWARD_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL, DEFAULT_RECOVER_INTERVAL,
+    DEFAULT_SAMPLE_INTERVAL,
 };
+use super::discovery::QueueDiscovery;
+use super::forwarder::Forwarder;
+use super::heartbeat::{Heartbeat, HeartbeatConfig, ServerIdentity, ServerStatus};
+use super::hooks::IsFailureFunc;
 use super::inflight::InFlight;
-use super::janitor::{DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL, Janitor};
-use super::recoverer::{DEFAULT_RECOVER_INTERVAL, Recoverer};
+use super::janitor::Janitor;
+use super::recoverer::Recoverer;
 use super::retry::{RetryDelayFunc, default_retry_delay_fn};
 use super::sampler::Sampler;
-use super::task_error::TaskError;
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 
 /// Priority each queue gets in the published `ServerInfo.queues`.
@@ -128,7 +131,7 @@ pub struct MaintenanceConfig {
     pub retry_delay_func: RetryDelayFunc,
     /// Whether a lease expiry counts as a failure (Retried + 1, failed
     /// counters). Default: always (Go).
-    pub is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+    pub is_failure: IsFailureFunc,
 }
 
 impl Default for MaintenanceConfig {
@@ -141,7 +144,7 @@ impl Default for MaintenanceConfig {
             janitor_batch_size: DEFAULT_JANITOR_BATCH_SIZE,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             register_server: true,
-            sample_interval: Some(Duration::from_secs(5)),
+            sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
             retry_delay_func: default_retry_delay_fn(),
             is_failure: Arc::new(|_| true),
         }
@@ -228,20 +231,17 @@ impl Maintenance {
         );
         let mut loops = Vec::new();
 
-        let (b, c) = (broker.clone(), config.clone());
-        loops.push(tokio::spawn(every(
-            config.forwarder_interval,
-            false,
-            shutdown.clone(),
-            move || {
-                let (b, c) = (b.clone(), c.clone());
-                async move {
-                    if let Some(queues) = queues(&b, "forwarder").await {
-                        let _ = Forwarder::new(b, queues, c.forwarder_interval).tick().await;
-                    }
+        let (b, c, stop) = (broker.clone(), config.clone(), shutdown.clone());
+        loops.push(tokio::spawn(async move {
+            let mut ticks = Ticker::new(c.forwarder_interval, FirstTick::AfterInterval, &stop);
+            while ticks.next().await {
+                if let Some(queues) = queues(&b, "forwarder").await {
+                    let _ = Forwarder::new(b.clone(), queues, c.forwarder_interval)
+                        .tick()
+                        .await;
                 }
-            },
-        )));
+            }
+        }));
 
         // One recoverer for the engine's life: it keeps its lease schedule
         // and orphan scan between passes (R4, R8) and lists the queues at
@@ -262,22 +262,18 @@ impl Maintenance {
             ));
         }
 
-        let (b, c) = (broker.clone(), config.clone());
-        loops.push(tokio::spawn(every(
-            config.janitor_interval,
-            false,
-            shutdown.clone(),
-            move || {
-                let (b, c) = (b.clone(), c.clone());
-                async move {
-                    if let Some(queues) = queues(&b, "janitor").await {
-                        let _ = Janitor::new(b, queues, c.janitor_interval, c.janitor_batch_size)
+        let (b, c, stop) = (broker.clone(), config.clone(), shutdown.clone());
+        loops.push(tokio::spawn(async move {
+            let mut ticks = Ticker::new(c.janitor_interval, FirstTick::AfterInterval, &stop);
+            while ticks.next().await {
+                if let Some(queues) = queues(&b, "janitor").await {
+                    let _ =
+                        Janitor::new(b.clone(), queues, c.janitor_interval, c.janitor_batch_size)
                             .tick()
                             .await;
-                    }
                 }
-            },
-        )));
+            }
+        }));
 
         if let Some(interval) = config.sample_interval {
             loops.push(tokio::spawn(
@@ -288,7 +284,8 @@ impl Maintenance {
         // The heartbeat runs here, last to stop: the server entry stays
         // visible while the other loops finish their tick.
         if config.register_server {
-            loop {
+            let mut ticks = Ticker::new(config.heartbeat_interval, FirstTick::AtOnce, &shutdown);
+            while ticks.next().await {
                 if let Some(queues) = queues(&broker, "heartbeat").await {
                     heartbeat.set_queues(
                         queues
@@ -299,11 +296,6 @@ impl Maintenance {
                 }
                 if let Err(e) = heartbeat.tick().await {
                     tracing::warn!(error = %e, "maintenance: heartbeat failed to write server state");
-                }
-                tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(config.heartbeat_interval) => {}
                 }
             }
         } else {
@@ -333,26 +325,5 @@ async fn queues(broker: &Broker, component: &'static str) -> Option<Vec<String>>
             tracing::warn!(component, error = %e, "maintenance: cannot list queues; skipping this tick");
             None
         }
-    }
-}
-
-/// Calls `tick` every `interval` (first call at once when `immediately`,
-/// else after one interval) until `shutdown` is cancelled. A tick in
-/// progress is finished, not interrupted.
-async fn every<F, Fut>(interval: Duration, immediately: bool, shutdown: CancellationToken, tick: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = ()>,
-{
-    if immediately {
-        tick().await;
-    }
-    loop {
-        tokio::select! {
-            biased;
-            _ = shutdown.cancelled() => break,
-            _ = tokio::time::sleep(interval) => {}
-        }
-        tick().await;
     }
 }

@@ -2,26 +2,51 @@
 //! maintenance loops Go asynq runs beside them (Go `server.go`,
 //! `processor.go`, `servemux.go`, `context.go`; S1–S27).
 //!
-//! Public pieces:
-//! - [`Server`], [`Config`], [`ShutdownHandle`]: start, configure, stop.
-//! - `handler`: the [`Handler`] trait, [`handler_fn`], [`TaskContext`] (task
-//!   id, retry count, max retry, queue, deadline, cancellation; S26),
-//!   [`ResultWriter`] and the routing [`ServeMux`] (wire spec §7.3).
+//! # Public pieces
+//! - `mod.rs` (here): [`Server`], [`Config`], [`ShutdownHandle`]: start,
+//!   configure, stop; [`defaults`]: every default interval with its Go
+//!   source; `hooks`: the [`IsFailureFunc`] and [`ErrorHandler`] aliases.
+//! - `handler`: the [`Handler`] trait, [`handler_fn`]; `task_context`:
+//!   [`TaskContext`] (task id, retry count, max retry, queue, deadline,
+//!   cancellation; S26) and [`ResultWriter`]; `serve_mux`: the routing
+//!   [`ServeMux`] (wire spec §7.3). All three are re-exported from
+//!   `handler` too.
 //! - `task_error`: [`TaskError`] (an [`anyhow::Error`]) and the outcome
 //!   markers [`SkipRetry`], [`RevokeTask`], [`RetryAfter`], plus
 //!   [`PanicError`] and [`HandlerNotFound`]; [`error_text`] gives the stored
 //!   `LastErr` (wire spec §7.4, §12; S19–S25).
-//! - `retry`: [`RetryDelayFunc`], [`default_retry_delay`] (Sidekiq curve) and
-//!   the [`RetryPolicy`] builder (S4–S11).
+//! - `retry`: [`RetryDelayFunc`], [`default_retry_delay`] (Sidekiq curve),
+//!   the [`RetryPolicy`] builder (S4–S11), and `retry_at`, the one retry
+//!   time computation (worker and recoverer).
 //!
-//! Internal components, one file each, one skeleton each (`new`, `run`
-//! until a shutdown token, a one-step `tick`): `processor` (dequeue, run,
-//! write outcomes), `forwarder` (scheduled/retry → pending, S12),
-//! `recoverer` (lapsed leases), `janitor` (expired completed tasks),
-//! `heartbeat` (server and worker state, lease extension), `syncer` (retries
-//! failed writes), `subscriber` (cancellation channel), `healthcheck`.
-//! `inflight` is the registry of running tasks they share; `lease` holds the
-//! lease rules and the context errors.
+//! # Running tasks
+//! - `processor`: the fetch loop (lease, start workers, shutdown order);
+//!   `fetch_thread` runs it on its own thread and connection, `reply_spin`
+//!   busy-polls its lease replies, `queue_order` picks the queue order,
+//!   `waker` wakes it when an empty queue gets work, `backoff` spaces the
+//!   retries of a queue whose lease call failed, `inline_start` starts
+//!   quick task types without a spawn.
+//! - `worker`: runs one task (deadline, cancellation, `panic_guard`) and
+//!   decides its outcome.
+//!
+//! **Who writes which outcome.** The *worker* writes retry, archive and
+//! complete (success with retention), and the shutdown requeue
+//! (`worker.rs`). The *fetch loop* finishes successes without retention
+//! and revokes with `done`, mostly in the call that leases the next tasks
+//! (`acks.rs`). Both ask `lease::may_write_outcome` first: once the local
+//! lease has lapsed nothing is written and the recoverer owns the task. A
+//! write that fails on Redis goes to the `syncer`.
+//!
+//! # Maintenance loops
+//! One file each, one skeleton each (`new`, `run` until a shutdown token, a
+//! one-step `tick`), paced by `ticker` (the one tick loop): `forwarder`
+//! (scheduled/retry → pending, S12), `recoverer` (lapsed leases, orphans;
+//! it plans its own next look), `janitor` (expired completed tasks),
+//! `heartbeat` (server and worker state, lease extension), `syncer`
+//! (retries failed writes), `subscriber` (cancellation channel),
+//! `healthcheck`, and for the dashboard's engine (`maintenance`) also
+//! `sampler` and `discovery`. `inflight` is the registry of running tasks
+//! they share; `lease` holds the lease rules and the context errors.
 
 pub mod handler;
 pub mod retry;
@@ -41,7 +66,9 @@ pub use task_error::{
     retry_after,
 };
 
+mod acks;
 mod backoff;
+pub mod defaults;
 #[doc(hidden)]
 pub mod discovery;
 mod fetch_thread;
@@ -51,6 +78,7 @@ pub mod forwarder;
 pub mod healthcheck;
 #[doc(hidden)]
 pub mod heartbeat;
+mod hooks;
 #[doc(hidden)]
 pub mod inflight;
 mod inline_start;
@@ -62,16 +90,24 @@ pub mod lease;
 pub mod maintenance;
 mod panic_guard;
 mod processor;
+mod queue_order;
 #[doc(hidden)]
 pub mod recoverer;
+mod reply_spin;
 #[doc(hidden)]
 pub mod sampler;
+mod serve_mux;
 #[doc(hidden)]
 pub mod subscriber;
 #[doc(hidden)]
 pub mod syncer;
+mod task_context;
+mod ticker;
+mod waker;
+mod worker;
 pub use healthcheck::HealthCheckFunc;
 pub use heartbeat::ServerStatus;
+pub use hooks::{ErrorHandler, IsFailureFunc};
 pub use lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
 pub use maintenance::{Maintenance, MaintenanceConfig};
 
@@ -84,15 +120,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::broker::Broker;
 use crate::error::Result;
-use crate::task::Task;
-
-/// Decides whether a handler error counts as a failure (Go `Config.IsFailure`;
-/// S24). `false` retries the task without incrementing Retried or the failed
-/// counter.
-pub type IsFailureFunc = Arc<dyn Fn(&TaskError) -> bool + Send + Sync>;
-/// Called for every failed attempt, before the retry/archive decision
-/// (Go `ErrorHandler`; S20).
-pub type ErrorHandler = Arc<dyn Fn(&TaskContext, &Task, &TaskError) + Send + Sync>;
 
 /// Server settings (Go `asynq.Config`). [`Config::default`] gives Go's defaults.
 #[derive(Clone)]
@@ -118,7 +145,7 @@ pub struct Config {
     pub forwarder_interval: Duration,
     /// Longest wait between dequeue attempts while every queue is empty.
     /// Default 1 s (Go). Work that arrives earlier is picked up at once
-    /// through a blocking wake-up (see `processor`).
+    /// through a blocking wake-up (see `waker`).
     pub task_check_interval: Duration,
     /// How often expired completed tasks are deleted. Default 8 s.
     pub janitor_interval: Duration,
@@ -157,16 +184,16 @@ impl Default for Config {
             retry_delay_func: default_retry_delay_fn(),
             is_failure: Arc::new(|_| true),
             error_handler: None,
-            shutdown_timeout: Duration::from_secs(8),
-            forwarder_interval: Duration::from_secs(5),
-            task_check_interval: Duration::from_secs(1),
-            janitor_interval: Duration::from_secs(8),
-            janitor_batch_size: 100,
-            recoverer_interval: Duration::from_secs(60),
-            heartbeat_interval: Duration::from_secs(5),
-            syncer_interval: Duration::from_secs(5),
+            shutdown_timeout: defaults::DEFAULT_SHUTDOWN_TIMEOUT,
+            forwarder_interval: defaults::DEFAULT_FORWARD_INTERVAL,
+            task_check_interval: defaults::DEFAULT_TASK_CHECK_INTERVAL,
+            janitor_interval: defaults::DEFAULT_JANITOR_INTERVAL,
+            janitor_batch_size: defaults::DEFAULT_JANITOR_BATCH_SIZE,
+            recoverer_interval: defaults::DEFAULT_RECOVER_INTERVAL,
+            heartbeat_interval: defaults::DEFAULT_HEARTBEAT_INTERVAL,
+            syncer_interval: defaults::DEFAULT_SYNC_INTERVAL,
             health_check_func: None,
-            health_check_interval: Duration::from_secs(15),
+            health_check_interval: defaults::DEFAULT_HEALTH_CHECK_INTERVAL,
             fetch_spin: None,
         }
     }
@@ -297,7 +324,7 @@ impl Server {
     ) -> Result<()> {
         self.broker.ping().await?;
         let c = &self.config;
-        let order = processor::QueueOrder::new(&c.queues, c.strict_priority);
+        let order = queue_order::QueueOrder::new(&c.queues, c.strict_priority);
         let queues = order.names();
         let queue_map: BTreeMap<String, i32> = c
             .queues
@@ -351,7 +378,7 @@ impl Server {
                 subscriber::Subscriber::new(
                     self.broker.clone(),
                     inflight.clone(),
-                    subscriber::DEFAULT_RESUBSCRIBE_WAIT,
+                    defaults::DEFAULT_RESUBSCRIBE_WAIT,
                 )
                 .run(rest.clone()),
             ),
@@ -380,8 +407,8 @@ impl Server {
         let processor = processor::Processor {
             broker: self.broker.clone(),
             workers_rt: tokio::runtime::Handle::current(),
-            spin: fetch_thread::ReplySpin::for_broker(c.fetch_spin, &self.broker),
-            shared: Arc::new(processor::Shared {
+            spin: reply_spin::ReplySpin::for_broker(c.fetch_spin, &self.broker),
+            shared: Arc::new(worker::Shared {
                 broker: self.broker.clone(),
                 handler: Arc::new(handler),
                 retry_delay_func: c.retry_delay_func.clone(),

@@ -1,68 +1,57 @@
-//! Dequeues tasks, runs their handlers and writes each outcome. Go:
-//! `processor.go` (wire spec §7.2–7.4; S5–S7, S15, S19–S27).
+//! The fetch loop: leases tasks, starts a worker per task and finishes the
+//! successes workers hand back. Go: `processor.go` (`exec`, `shutdown`;
+//! wire spec §7.2; S15, S27).
 //!
 //! Shape: one fetch loop, on a thread of its own
 //! ([`fetch_thread`](super::fetch_thread): its own runtime and Redis
-//! connection, busy-polling for lease replies when Redis is on this host),
-//! holds a semaphore of `concurrency` permits. When
-//! permits are free it leases up to that many tasks in one script call per
-//! queue (in weighted-random or strict order), starts one worker per task
-//! (spawned, or for task types learned to be quick polled once in place and
-//! spawned only when still pending: [`inline_start`](super::inline_start);
-//! workers belong to the caller's runtime either way),
-//! and when every queue is empty waits for the idle waker or
-//! `task_check_interval` before looking again; a queue whose lease call
-//! failed is tried again at once, then with a backoff up to 1 s
-//! ([`backoff`](super::backoff), R5). Leasing never runs ahead of
-//! a free permit (as Go: active tasks are running tasks). Before it leases,
-//! the loop yields once so that workers about to finish do so: one call
-//! then carries a whole batch of finishes and leases. At concurrency ≥ 64
-//! two such calls are in flight, each with up to half the permits, so Redis
-//! and the workers overlap ([`calls_in_flight`]; BENCHMARKS.md). A worker runs the handler under the task's deadline, its
-//! cancellation token and a panic guard that also covers building the
-//! handler's future ([`panic_guard`](super::panic_guard), R1); a
-//! cancellation or a passed deadline takes precedence over the handler's
-//! error (R2). Then it decides (Go's decision tree):
+//! connection, busy-polling for lease replies when Redis is on this host,
+//! [`reply_spin`](super::reply_spin)), holds a semaphore of `concurrency`
+//! permits. When permits are free it leases up to that many tasks in one
+//! script call per queue (in weighted-random or strict order,
+//! [`queue_order`](super::queue_order)), starts one worker per task
+//! ([`worker`](super::worker); spawned, or for task types learned to be
+//! quick polled once in place and spawned only when still pending:
+//! [`inline_start`]; workers belong to the caller's
+//! runtime either way), and when every queue is empty waits for the idle
+//! waker ([`waker`](super::waker)) or `task_check_interval` before looking
+//! again; a queue whose lease call failed is tried again at once, then with
+//! a backoff up to 1 s ([`backoff`](super::backoff), R5). Leasing never
+//! runs ahead of a free permit (as Go: active tasks are running tasks).
+//! Before it leases, the loop yields once so that workers about to finish
+//! do so: one call then carries a whole batch of finishes and leases. At
+//! concurrency ≥ 64 two such calls are in flight, each with up to half the
+//! permits, so Redis and the workers overlap ([`calls_in_flight`];
+//! BENCHMARKS.md).
 //!
-//! 1. the error handler runs for every failure;
-//! 2. [`RevokeTask`](super::RevokeTask) → done, no retry, no archive (S23);
-//! 3. Retried ≥ MaxRetry, or [`SkipRetry`](super::SkipRetry) → archive with
-//!    LastErr; the retry delay function is not called (S6, S15, S19, S20);
-//! 4. otherwise → retry at now + delay(Retried, err, task); `is_failure`
-//!    false retries without counting (S24).
-//!
-//! Success without retention is handed back to the fetch loop, which
-//! finishes the successes it has in hand in the same script call that leases
-//! the next tasks of their queue (`done_and_dequeue`), or with one `done`
-//! call per queue when it is not leasing from it; with retention the task is
-//! kept as completed. No write happens once the local lease has lapsed: the
-//! recoverer owns the task then. A failed write goes to the syncer.
+//! Outcomes have two writers. Successes without retention and revokes are
+//! finished here, by the fetch loop ([`acks`](super::acks)): in the same
+//! script call that leases the next tasks of their queue
+//! (`done_and_dequeue`), or with one `done` call per queue when it is not
+//! leasing from it. Retry, archive and complete are written by the worker
+//! ([`worker`](super::worker)). No write happens once the local lease has
+//! lapsed: the recoverer owns the task then. A failed write goes to the
+//! syncer.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use futures_util::FutureExt;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use rand::seq::SliceRandom;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::acks::{ACK_BATCH, finish, finish_grouped, group_acks, report_outcomes};
 use super::backoff::FailingQueues;
-use super::fetch_thread::ReplySpin;
-use super::inflight::{CancelReason, InFlight, Running};
+use super::inflight::CancelReason;
 use super::inline_start::{self, InlineStart};
-use super::lease::{ContextCanceled, DeadlineExceeded, LeaseExpired};
-use super::panic_guard::{HandlerCall, call_user, install_panic_hook, take_panic_location};
-use super::syncer::SyncRequest;
-use super::{ErrorHandler, Handler, IsFailureFunc, RetryDelayFunc, TaskContext, TaskError};
+use super::panic_guard::install_panic_hook;
+use super::queue_order::QueueOrder;
+use super::reply_spin::ReplySpin;
+use super::waker::Waker;
+use super::worker::{Ack, Shared, run_task};
 use crate::broker::proto::WireTask;
 use crate::broker::{Broker, LEASE_DURATION};
-use crate::task::{DEFAULT_TIMEOUT, Task};
 
-/// Most successes finished in one script call.
-const ACK_BATCH: usize = 256;
 /// Fewest tasks per lease call for which the fetch loop splits its permits
 /// into two calls in flight (see [`calls_in_flight`]).
 const MIN_PIPELINED_BATCH: usize = 32;
@@ -81,103 +70,6 @@ fn calls_in_flight(concurrency: usize) -> usize {
     } else {
         1
     }
-}
-
-/// The order queues are tried in (Go `processor.queues`).
-#[derive(Clone, Debug)]
-pub(crate) enum QueueOrder {
-    /// Highest priority first, fixed (Go StrictPriority).
-    Strict(Vec<String>),
-    /// A fresh weighted-random order for every fetch: each queue appears
-    /// priority/gcd times, shuffled, first occurrences kept.
-    Weighted(Vec<(String, u32)>),
-}
-
-impl QueueOrder {
-    /// Builds the order from queue → priority (priorities ≤ 0 and blank names dropped).
-    pub fn new(queues: &std::collections::BTreeMap<String, i32>, strict: bool) -> Self {
-        let mut qs: Vec<(String, u32)> = queues
-            .iter()
-            .filter(|(q, p)| !q.trim().is_empty() && **p > 0)
-            .map(|(q, p)| (q.clone(), *p as u32))
-            .collect();
-        if strict {
-            qs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            QueueOrder::Strict(qs.into_iter().map(|(q, _)| q).collect())
-        } else {
-            let g = qs.iter().fold(0, |g, (_, p)| gcd(g, *p)).max(1);
-            QueueOrder::Weighted(qs.into_iter().map(|(q, p)| (q, p / g)).collect())
-        }
-    }
-
-    /// The order for one fetch.
-    pub fn order(&self) -> Vec<String> {
-        match self {
-            QueueOrder::Strict(qs) => qs.clone(),
-            QueueOrder::Weighted(qs) if qs.len() == 1 => vec![qs[0].0.clone()],
-            QueueOrder::Weighted(qs) => {
-                let mut slots: Vec<&str> = qs
-                    .iter()
-                    .flat_map(|(q, p)| std::iter::repeat_n(q.as_str(), *p as usize))
-                    .collect();
-                slots.shuffle(&mut rand::rng());
-                let mut out: Vec<String> = Vec::with_capacity(qs.len());
-                for q in slots {
-                    if !out.iter().any(|o| o == q) {
-                        out.push(q.to_string());
-                    }
-                }
-                out
-            }
-        }
-    }
-
-    /// Every queue name.
-    pub fn names(&self) -> Vec<String> {
-        match self {
-            QueueOrder::Strict(qs) => qs.clone(),
-            QueueOrder::Weighted(qs) => qs.iter().map(|(q, _)| q.clone()).collect(),
-        }
-    }
-}
-
-fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
-/// The context deadline of a task dequeued at `now` (Go `computeDeadline`,
-/// wire spec §7.3): timeout and deadline both unset → now + 30 min; both set
-/// → the earlier of now + timeout and the deadline, in whole seconds; only a
-/// timeout → now + timeout; only a deadline → that second.
-pub(crate) fn compute_deadline(
-    timeout_s: i64,
-    deadline_s: i64,
-    now: DateTime<Utc>,
-) -> DateTime<Utc> {
-    let secs = |s: i64| chrono::Duration::seconds(s);
-    match (timeout_s, deadline_s) {
-        (0, 0) => now + chrono::Duration::from_std(DEFAULT_TIMEOUT).expect("30 min"),
-        (t, 0) => now + secs(t),
-        (0, d) => DateTime::from_timestamp(d, 0).unwrap_or(now),
-        (t, d) => {
-            let s = (now.timestamp() + t).min(d);
-            DateTime::from_timestamp(s, 0).unwrap_or(now)
-        }
-    }
-}
-
-/// Everything a worker needs, shared by all workers of a server.
-pub(crate) struct Shared {
-    pub broker: Broker,
-    pub handler: Arc<dyn Handler>,
-    pub retry_delay_func: RetryDelayFunc,
-    pub is_failure: IsFailureFunc,
-    pub error_handler: Option<ErrorHandler>,
-    pub inflight: Arc<InFlight>,
-    pub syncer: mpsc::UnboundedSender<SyncRequest>,
-    /// [`RunControl::abandon`]: a worker starting after it hands its task
-    /// back (unstarted) instead of running it.
-    pub abandon: CancellationToken,
 }
 
 /// The fetch loop and its settings.
@@ -500,7 +392,6 @@ impl Processor {
     }
 }
 
-/// Waits for every worker, finishing successes as they arrive.
 /// Waits for every worker, finishing successes as they arrive; at
 /// `cancel_at`, or at once when `abandon` is (or gets) cancelled, cancels
 /// the running ones (their workers requeue them). A `done` call under way
@@ -545,83 +436,6 @@ fn cancel_running(shared: &Shared) {
     }
 }
 
-/// Wakes the idle fetch loop as soon as any queue has pending work: one
-/// blocking [`PendingWaiter`](crate::broker::PendingWaiter) per queue,
-/// armed each time a fetch comes back empty. Without it (Redis < 6.2) the
-/// loop polls every `task_check_interval`, as Go does.
-///
-/// Each waiter has its own `Notify` and is armed with `notify_one`, which
-/// stores a permit when the waiter is still blocked in its previous BLMOVE:
-/// it re-blocks as soon as that one times out, so no arming is lost between
-/// the loop's sleep and the waiter's timeout.
-struct Waker {
-    arms: Vec<Arc<tokio::sync::Notify>>,
-    wake: Arc<tokio::sync::Notify>,
-}
-
-impl Waker {
-    async fn start(
-        broker: &Broker,
-        queues: &[String],
-        interval: Duration,
-        stop: &CancellationToken,
-    ) -> Waker {
-        let mut waker = Waker {
-            arms: Vec::new(),
-            wake: Arc::new(tokio::sync::Notify::new()),
-        };
-        for queue in queues {
-            let mut waiter = match broker.pending_waiter(queue).await {
-                Ok(Some(w)) => w,
-                Ok(None) => {
-                    tracing::info!("Redis < 6.2: idle workers poll every {interval:?}");
-                    break;
-                }
-                Err(err) => {
-                    tracing::warn!(queue, %err, "no blocking wake-up; polling instead");
-                    continue;
-                }
-            };
-            let arm = Arc::new(tokio::sync::Notify::new());
-            waker.arms.push(arm.clone());
-            let (wake, stop) = (waker.wake.clone(), stop.clone());
-            tokio::spawn(async move {
-                loop {
-                    let round = async {
-                        arm.notified().await;
-                        match waiter.wait(interval).await {
-                            Ok(true) => wake.notify_one(),
-                            Ok(false) => {}
-                            Err(err) => {
-                                tracing::warn!(%err, "pending waiter failed");
-                                tokio::time::sleep(interval).await;
-                            }
-                        }
-                    };
-                    tokio::select! {
-                        _ = stop.cancelled() => return,
-                        _ = round => {}
-                    }
-                }
-            });
-        }
-        waker
-    }
-
-    /// Lets every waiter block on its queue once more (now, or right after
-    /// its current wait ends).
-    fn arm(&self) {
-        for arm in &self.arms {
-            arm.notify_one();
-        }
-    }
-
-    /// Completes when a waiter saw pending work.
-    async fn woken(&self) {
-        self.wake.notified().await;
-    }
-}
-
 /// A leased task not yet started: dropped so (its worker dropped before
 /// its first poll, e.g. spawned onto a runtime shutting down), it reports
 /// the task, which would otherwise stay active until its lease lapsed and
@@ -642,410 +456,5 @@ impl Drop for Unstarted {
         if let Some(task) = self.task.take() {
             let _ = self.report.send(task);
         }
-    }
-}
-
-/// What a worker hands to the fetch loop: a success to finish with `done`.
-struct Ack {
-    running: Arc<Running>,
-}
-
-impl Ack {
-    fn msg(&self) -> &crate::broker::proto::TaskMessage {
-        &self.running.task.msg
-    }
-}
-
-/// The handler's view of a task: type, payload and headers (copied, so the
-/// running task keeps the message for its outcome write).
-fn user_task(msg: &crate::broker::proto::TaskMessage) -> Task {
-    Task::new(msg.r#type.clone(), msg.payload.clone()).with_headers(msg.headers.clone())
-}
-
-/// Groups `acks` (emptied) by queue, dropping those whose lease lapsed: the
-/// recoverer owns those tasks now.
-fn group_acks(shared: &Shared, acks: &mut Vec<Ack>) -> HashMap<String, Vec<Ack>> {
-    let now = shared.broker.now();
-    let mut by_queue: HashMap<String, Vec<Ack>> = HashMap::new();
-    for ack in acks.drain(..) {
-        if !ack.running.lease_valid(now) {
-            tracing::warn!(
-                id = ack.msg().id,
-                "lease lapsed; leaving the task to the recoverer"
-            );
-            continue;
-        }
-        by_queue
-            .entry(ack.msg().queue.clone())
-            .or_default()
-            .push(ack);
-    }
-    by_queue
-}
-
-/// Finishes `acks` (emptied) with one `done` call per queue.
-async fn finish(shared: &Shared, broker: &Broker, acks: &mut Vec<Ack>) {
-    if !acks.is_empty() {
-        let by_queue = group_acks(shared, acks);
-        finish_grouped(shared, broker, by_queue).await;
-    }
-}
-
-async fn finish_grouped(shared: &Shared, broker: &Broker, by_queue: HashMap<String, Vec<Ack>>) {
-    for (queue, acks) in by_queue {
-        let msgs: Vec<_> = acks.iter().map(Ack::msg).collect();
-        match broker.done(&queue, &msgs).await {
-            Ok(outcomes) => report_outcomes(&acks, &outcomes),
-            Err(err) => {
-                tracing::warn!(queue, %err, "done failed; handing to the syncer");
-                to_syncer(shared, acks);
-            }
-        }
-    }
-}
-
-/// Logs every task that `done` found already moved (another server
-/// recovered it).
-fn report_outcomes(acks: &[Ack], outcomes: &[crate::broker::DoneOutcome]) {
-    for (a, o) in acks.iter().zip(outcomes) {
-        if *o != crate::broker::DoneOutcome::Done {
-            tracing::warn!(id = a.msg().id, outcome = ?o, "done found the task moved");
-        }
-    }
-}
-
-/// Hands each success whose `done` failed to the syncer, which retries it
-/// until its lease ends.
-fn to_syncer(shared: &Shared, acks: Vec<Ack>) {
-    for a in acks {
-        let broker = shared.broker.clone();
-        let msg = a.msg().clone();
-        let _ = shared.syncer.send(SyncRequest::new(
-            format!("done {}", msg.id),
-            a.running.lease_until(),
-            move || {
-                let broker = broker.clone();
-                let msg = msg.clone();
-                async move { broker.done(&msg.queue, &[&msg]).await.map(|_| ()) }.boxed()
-            },
-        ));
-    }
-}
-
-/// What ended a handler's run: the handler itself (its result, or its
-/// panic as a PanicError), its cancellation token, or its deadline.
-enum Ended {
-    Handler(Result<(), TaskError>),
-    Cancelled,
-    Deadline,
-}
-
-/// The attempt's result, in Go's order (R2, COMPATIBILITY.md#r2): a
-/// cancellation (`asynq:cancel`, lost lease, shutdown) or a passed
-/// deadline is the failure, whatever error the handler returned as it
-/// stopped (a SkipRetry returned after a cancel is an ordinary retry with
-/// `context canceled`, never an archive); only an `Ok` returned by then
-/// stands (the work was done; W14). The handler is polled first, so this
-/// does not depend on which of them tokio happened to see first.
-// asynq divergence: COMPATIBILITY.md#r2
-fn outcome(ended: Ended, running: &Running, now: DateTime<Utc>) -> Result<(), TaskError> {
-    let cancelled = || match running.cancel_reason() {
-        Some(CancelReason::LeaseExpired) => LeaseExpired.into(),
-        _ => ContextCanceled.into(),
-    };
-    match ended {
-        Ended::Handler(Ok(())) => Ok(()),
-        Ended::Handler(Err(_)) | Ended::Cancelled if running.cancel_reason().is_some() => {
-            Err(cancelled())
-        }
-        Ended::Handler(Err(_)) | Ended::Deadline if now >= running.deadline => {
-            Err(DeadlineExceeded.into())
-        }
-        Ended::Handler(Err(err)) => Err(err),
-        Ended::Cancelled => Err(cancelled()),
-        Ended::Deadline => Err(DeadlineExceeded.into()),
-    }
-}
-
-/// Runs one task to its outcome and writes it.
-async fn run_task(
-    shared: Arc<Shared>,
-    task: WireTask,
-    lease_until: DateTime<Utc>,
-    ack: mpsc::UnboundedSender<Ack>,
-) {
-    let now = shared.broker.now();
-    let deadline = compute_deadline(task.msg.timeout, task.msg.deadline, now);
-    let running = Arc::new(Running::new(task, now, deadline, lease_until));
-    shared.inflight.insert(running.clone());
-    let msg = &running.task.msg;
-    let ctx = TaskContext::new(
-        msg.id.clone(),
-        msg.queue.clone(),
-        msg.retried.max(0) as u32,
-        msg.retry.max(0) as u32,
-        deadline,
-        running.cancel.clone(),
-        shared.broker.clone(),
-    );
-    let result: Result<(), TaskError> = if deadline <= now {
-        Err(DeadlineExceeded.into())
-    } else {
-        let until_deadline = (deadline - now).to_std().unwrap_or_default();
-        // Built on its first poll, under the panic guard (R1).
-        let (handler, hctx, htask) = (shared.handler.clone(), ctx.clone(), user_task(msg));
-        let call = HandlerCall::new(move || handler.process_task(hctx, htask));
-        let ended = tokio::select! {
-            // Fixed order (R2): see `outcome`.
-            biased;
-            r = call => Ended::Handler(r.unwrap_or_else(|payload| Err(super::panic_error(payload, take_panic_location())))),
-            _ = running.cancel.cancelled() => Ended::Cancelled,
-            _ = tokio::time::sleep(until_deadline) => Ended::Deadline,
-        };
-        outcome(ended, &running, shared.broker.now())
-    };
-    // Handler code listening on the token stops with the task.
-    running.cancel.cancel();
-    shared.inflight.remove(&msg.id);
-
-    // A handler that returned Ok as shutdown cancelled it is done, not
-    // requeued (else it would run twice).
-    if running.cancel_reason() == Some(CancelReason::Shutdown) && result.is_err() {
-        requeue(&shared, &running).await;
-        return;
-    }
-    match result {
-        Ok(()) if msg.retention > 0 => {
-            // As for every outcome write: a lapsed lease means the recoverer
-            // owns the task (another worker may even be running it again).
-            if !running.lease_valid(shared.broker.now()) {
-                tracing::warn!(
-                    id = msg.id,
-                    "lease lapsed; leaving the task to the recoverer"
-                );
-                return;
-            }
-            let w = running.clone();
-            write(&shared, &running, "mark_as_complete", move |b| {
-                let t = w.task.clone();
-                async move { b.mark_as_complete(&t).await }.boxed()
-            })
-            .await;
-        }
-        Ok(()) => {
-            let _ = ack.send(Ack { running });
-        }
-        Err(err) => fail(&shared, &running, &ctx, user_task(msg), err, ack).await,
-    }
-}
-
-async fn requeue(shared: &Shared, running: &Arc<Running>) {
-    if !running.lease_valid(shared.broker.now()) {
-        return;
-    }
-    if let Err(err) = shared.broker.requeue(&running.task.msg).await {
-        tracing::warn!(id = running.task.msg.id, %err, "requeue at shutdown failed");
-    }
-}
-
-/// The failure path (wire spec §7.4 decision tree).
-async fn fail(
-    shared: &Shared,
-    running: &Arc<Running>,
-    ctx: &TaskContext,
-    task: Task,
-    err: TaskError,
-    ack: mpsc::UnboundedSender<Ack>,
-) {
-    if let Some(h) = &shared.error_handler {
-        // A panic in it is logged (by the hook) and the failure goes on.
-        // asynq divergence: COMPATIBILITY.md#r1
-        let _ = call_user("error handler", || h(ctx, &task, &err));
-    }
-    let msg = &running.task.msg;
-    if !running.lease_valid(shared.broker.now()) {
-        tracing::warn!(
-            id = msg.id,
-            "lease lapsed; leaving the task to the recoverer"
-        );
-        return;
-    }
-    if super::is_revoke_task(&err) {
-        let _ = ack.send(Ack {
-            running: running.clone(),
-        });
-        return;
-    }
-    let text = super::error_text(&err);
-    if msg.retried >= msg.retry || super::is_skip_retry(&err) {
-        let w = running.clone();
-        write(shared, running, "archive", move |b| {
-            let (t, text) = (w.task.clone(), text.clone());
-            async move { b.archive(&t, &text).await }.boxed()
-        })
-        .await;
-        return;
-    }
-    let is_failure = (shared.is_failure)(&err);
-    let delay = (shared.retry_delay_func)(msg.retried.max(0) as u32, &err, &task);
-    // A delay too large for a date (e.g. Duration::MAX for "never")
-    // saturates at the latest representable time instead of panicking.
-    let now = shared.broker.now();
-    let retry_at = chrono::Duration::from_std(delay)
-        .ok()
-        .and_then(|d| now.checked_add_signed(d))
-        .unwrap_or(DateTime::<Utc>::MAX_UTC);
-    let w = running.clone();
-    write(shared, running, "retry", move |b| {
-        let (t, text) = (w.task.clone(), text.clone());
-        async move { b.retry(&t, retry_at, &text, is_failure).await }.boxed()
-    })
-    .await;
-}
-
-/// Runs one outcome write; on a Redis error hands it to the syncer, which
-/// retries until the lease ends. A NOT FOUND means another server already
-/// recovered the task and is only logged.
-async fn write<F>(shared: &Shared, running: &Arc<Running>, what: &str, op: F)
-where
-    F: Fn(Broker) -> futures_util::future::BoxFuture<'static, crate::Result<()>>
-        + Send
-        + Sync
-        + 'static,
-{
-    match op(shared.broker.clone()).await {
-        Ok(()) => {}
-        Err(crate::Error::Redis(err)) => {
-            tracing::warn!(id = running.task.msg.id, %err, "{what} failed; handing to the syncer");
-            let broker = shared.broker.clone();
-            let _ = shared.syncer.send(SyncRequest::new(
-                format!("{what} {}", running.task.msg.id),
-                running.lease_until(),
-                move || op(broker.clone()),
-            ));
-        }
-        Err(err) => tracing::warn!(id = running.task.msg.id, %err, "{what} skipped"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(s: i64) -> DateTime<Utc> {
-        DateTime::from_timestamp(s, 500_000_000).unwrap()
-    }
-
-    /// Go computeDeadline (wire spec §7.3), each branch.
-    #[test]
-    fn deadline_rules() {
-        let now = at(1_000);
-        assert_eq!(
-            compute_deadline(0, 0, now),
-            now + chrono::Duration::minutes(30)
-        );
-        assert_eq!(
-            compute_deadline(60, 0, now),
-            now + chrono::Duration::seconds(60)
-        );
-        assert_eq!(compute_deadline(0, 5_000, now).timestamp(), 5_000);
-        assert_eq!(
-            compute_deadline(60, 5_000, now),
-            DateTime::from_timestamp(1_060, 0).unwrap()
-        );
-        assert_eq!(
-            compute_deadline(60, 1_010, now),
-            DateTime::from_timestamp(1_010, 0).unwrap()
-        );
-    }
-
-    /// R2: a cancellation or a passed deadline is the failure whatever
-    /// error the handler returned, in that order; an Ok stands.
-    #[test]
-    fn r2_outcome_takes_cancellation_then_deadline_before_the_handlers_error() {
-        let now = at(1_000);
-        let running = |deadline: DateTime<Utc>, reason: Option<CancelReason>| {
-            let r = Running::new(WireTask::default(), now, deadline, now);
-            if let Some(reason) = reason {
-                r.cancel_with(reason);
-            }
-            r
-        };
-        let skip = || Ended::Handler(Err(TaskError::new(super::super::SkipRetry)));
-        let text = |r: Result<(), TaskError>| r.map_err(|e| super::super::error_text(&e));
-        let later = now + chrono::Duration::seconds(60);
-        let cancelled = running(later, Some(CancelReason::Canceled));
-        assert_eq!(
-            text(outcome(skip(), &cancelled, now)),
-            Err("context canceled".into())
-        );
-        assert_eq!(
-            text(outcome(Ended::Cancelled, &cancelled, now)),
-            Err("context canceled".into())
-        );
-        assert_eq!(
-            text(outcome(Ended::Handler(Ok(())), &cancelled, now)),
-            Ok(())
-        );
-        let lost = running(later, Some(CancelReason::LeaseExpired));
-        assert_eq!(
-            text(outcome(skip(), &lost, now)),
-            Err("asynq: task lease expired".into())
-        );
-        // Cancelled after its deadline: the cancellation is named.
-        let both = running(now, Some(CancelReason::Canceled));
-        assert_eq!(
-            text(outcome(skip(), &both, now)),
-            Err("context canceled".into())
-        );
-        let past = running(now, None);
-        assert_eq!(
-            text(outcome(skip(), &past, now)),
-            Err("context deadline exceeded".into())
-        );
-        assert_eq!(
-            text(outcome(Ended::Deadline, &past, now)),
-            Err("context deadline exceeded".into())
-        );
-        let live = running(later, None);
-        assert_eq!(
-            text(outcome(skip(), &live, now)),
-            Err("skip retry for the task".into())
-        );
-    }
-
-    /// Weighted order: a queue comes first with probability priority/Σ
-    /// (Go's shuffle of priority copies); strict order is fixed.
-    #[test]
-    fn queue_order() {
-        let qs = [
-            ("critical".to_string(), 6),
-            ("default".to_string(), 3),
-            ("low".to_string(), 1),
-        ]
-        .into();
-        let strict = QueueOrder::new(&qs, true);
-        assert_eq!(strict.order(), ["critical", "default", "low"]);
-        let weighted = QueueOrder::new(&qs, false);
-        let mut firsts: HashMap<String, u32> = HashMap::new();
-        for _ in 0..10_000 {
-            let o = weighted.order();
-            assert_eq!(o.len(), 3);
-            *firsts.entry(o[0].clone()).or_default() += 1;
-        }
-        let share = |q: &str| f64::from(firsts[q]) / 10_000.0;
-        assert!((share("critical") - 0.6).abs() < 0.03, "{firsts:?}");
-        assert!((share("default") - 0.3).abs() < 0.03, "{firsts:?}");
-        assert!((share("low") - 0.1).abs() < 0.03, "{firsts:?}");
-        let dropped = QueueOrder::new(
-            &[
-                ("x".to_string(), 0),
-                (" ".to_string(), 2),
-                ("y".to_string(), 4),
-            ]
-            .into(),
-            false,
-        );
-        assert_eq!(dropped.names(), ["y"]);
     }
 }

@@ -38,23 +38,24 @@
 mod orphans;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
+use super::handler::user_task;
+use super::hooks::IsFailureFunc;
 use super::lease::{LeaseExpired, RECOVER_CUTOFF};
-use super::retry::RetryDelayFunc;
+use super::retry::{RetryDelayFunc, retry_at};
 use super::task_error::TaskError;
+use super::ticker::sleep_unless_shutdown;
 use crate::broker::proto::WireTask;
 use crate::broker::{Adopted, Broker, ORPHAN_SCAN_CHUNK, RECOVER_BATCH};
 use crate::error::{Error, Result};
-use crate::task::Task;
 
-/// Go's recoverer interval: 1 minute (hard-coded; wire spec §7.1). Here it
-/// is the interval of full passes.
-pub const DEFAULT_RECOVER_INTERVAL: Duration = Duration::from_secs(60);
+/// Go's recoverer interval (1 min); here the interval of full passes.
+pub use super::defaults::DEFAULT_RECOVER_INTERVAL;
 
 /// How long an active id must have been seen without a lease entry or
 /// without a task key before it is settled: 30 s, the same slack the
@@ -126,7 +127,7 @@ pub struct Recoverer {
     source: QueueSource,
     interval: Duration,
     retry_delay_func: RetryDelayFunc,
-    is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+    is_failure: IsFailureFunc,
     state: Mutex<State>,
 }
 
@@ -151,7 +152,7 @@ impl Recoverer {
         queues: Vec<String>,
         interval: Duration,
         retry_delay_func: RetryDelayFunc,
-        is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+        is_failure: IsFailureFunc,
     ) -> Self {
         Recoverer::with_source(
             broker,
@@ -168,7 +169,7 @@ impl Recoverer {
         broker: Broker,
         interval: Duration,
         retry_delay_func: RetryDelayFunc,
-        is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+        is_failure: IsFailureFunc,
     ) -> Self {
         Recoverer::with_source(
             broker,
@@ -184,7 +185,7 @@ impl Recoverer {
         source: QueueSource,
         interval: Duration,
         retry_delay_func: RetryDelayFunc,
-        is_failure: Arc<dyn Fn(&TaskError) -> bool + Send + Sync>,
+        is_failure: IsFailureFunc,
     ) -> Self {
         let queues = match &source {
             QueueSource::Fixed(q) => q.clone(),
@@ -287,13 +288,9 @@ impl Recoverer {
                 if left.is_zero() {
                     break;
                 }
-                tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => {
-                        tracing::debug!("recoverer done");
-                        return;
-                    }
-                    _ = tokio::time::sleep(left.min(CLOCK_RECHECK)) => {}
+                if !sleep_unless_shutdown(&shutdown, left.min(CLOCK_RECHECK)).await {
+                    tracing::debug!("recoverer done");
+                    return;
                 }
             }
             if shutdown.is_cancelled() {
@@ -494,15 +491,13 @@ impl Recoverer {
             return self.broker.archive(task, &text).await;
         }
         let msg = &task.msg;
-        let user_task =
-            Task::new(msg.r#type.clone(), msg.payload.clone()).with_headers(msg.headers.clone());
-        let retried = u32::try_from(msg.retried).unwrap_or(0);
-        let delay = (self.retry_delay_func)(retried, &err, &user_task);
-        let now = self.broker.now();
-        let retry_at = chrono::Duration::from_std(delay)
-            .ok()
-            .and_then(|d| now.checked_add_signed(d))
-            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
+        let retry_at = retry_at(
+            &self.retry_delay_func,
+            msg.retried,
+            &err,
+            &user_task(msg),
+            || self.broker.now(),
+        );
         self.broker
             .retry(task, retry_at, &text, (self.is_failure)(&err))
             .await

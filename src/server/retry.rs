@@ -47,6 +47,27 @@ use crate::task::Task;
 /// sparingly, the payload.
 pub type RetryDelayFunc = Arc<dyn Fn(u32, &TaskError, &Task) -> Duration + Send + Sync>;
 
+/// When a failed task runs next: now + `delay_func(retried, err, task)`
+/// (`retried` = the message's Retried, a negative one taken as 0), the one
+/// place both the worker and the recoverer compute it. A delay too large for
+/// a date (e.g. `Duration::MAX` for "never") saturates at the latest
+/// representable time instead of panicking. `now` is read after the delay
+/// function returns.
+pub(crate) fn retry_at(
+    delay_func: &RetryDelayFunc,
+    retried: i32,
+    err: &TaskError,
+    task: &Task,
+    now: impl FnOnce() -> chrono::DateTime<chrono::Utc>,
+) -> chrono::DateTime<chrono::Utc> {
+    let delay = delay_func(u32::try_from(retried).unwrap_or(0), err, task);
+    let now = now();
+    chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+}
+
 /// Largest `r` of the default curve: `r` is uniform in `0..=29` (wire spec §7.4).
 const SIDEKIQ_MAX_R: u64 = 29;
 
@@ -419,5 +440,37 @@ mod tests {
         let g = default_retry_delay_fn();
         let d = g(0, &err, &task("t"));
         assert!(d >= Duration::from_secs(15) && d <= Duration::from_secs(44));
+    }
+
+    /// The shared retry time (worker and recoverer): now + delay, read
+    /// after the delay function; the delay function sees Retried (a
+    /// negative one as 0); a delay too large for a date saturates.
+    #[test]
+    fn retry_at_adds_the_delay_and_saturates() {
+        let now = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let f: RetryDelayFunc = Arc::new(move |n, _e, _t| {
+            log.lock().unwrap().push(n);
+            if n == 7 {
+                Duration::MAX
+            } else {
+                Duration::from_secs(10)
+            }
+        });
+        let err = plain();
+        assert_eq!(
+            retry_at(&f, 3, &err, &task("t"), || now),
+            now + chrono::Duration::seconds(10)
+        );
+        assert_eq!(
+            retry_at(&f, -1, &err, &task("t"), || now),
+            now + chrono::Duration::seconds(10)
+        );
+        assert_eq!(
+            retry_at(&f, 7, &err, &task("t"), || now),
+            chrono::DateTime::<chrono::Utc>::MAX_UTC
+        );
+        assert_eq!(*seen.lock().unwrap(), vec![3, 0, 7]);
     }
 }

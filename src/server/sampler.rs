@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::{Broker, MAX_SAMPLES, SAMPLE_WINDOW};
 use crate::error::Result;
 
@@ -42,14 +43,10 @@ impl Sampler {
     /// Samples at once, then every interval, until `shutdown` is cancelled;
     /// a failed tick is logged and the loop goes on.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
+        let mut ticks = Ticker::new(self.interval, FirstTick::AtOnce, &shutdown);
+        while ticks.next().await {
             // Failures are logged by `tick`.
             let _ = self.tick().await;
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.interval) => {}
-            }
         }
         tracing::debug!("sampler done");
     }

@@ -16,10 +16,10 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::inflight::{CancelReason, InFlight};
+use super::ticker::sleep_unless_shutdown;
 use crate::broker::Broker;
 
-/// Go's wait before subscribing again after a failure: 5 s (wire spec §7.1).
-pub const DEFAULT_RESUBSCRIBE_WAIT: Duration = Duration::from_secs(5);
+pub use super::defaults::DEFAULT_RESUBSCRIBE_WAIT;
 
 /// Listens on `asynq:cancel` and cancels the named running tasks.
 #[derive(Debug)]
@@ -69,10 +69,8 @@ impl Subscriber {
                     tracing::warn!(error = %e, "subscriber: cannot subscribe to asynq:cancel");
                 }
             }
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.retry_wait) => {}
+            if !sleep_unless_shutdown(&shutdown, self.retry_wait).await {
+                break;
             }
         }
         tracing::debug!("subscriber done");

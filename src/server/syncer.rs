@@ -1,8 +1,9 @@
 //! The syncer: retries outcome writes that failed because Redis was
 //! unreachable (Go `syncer.go`; wire spec §7.4, §7.7).
 //!
-//! The processor sends a [`SyncRequest`] when it could not write a task's
-//! outcome (done, complete, retry, archive). The syncer tries it again every
+//! The fetch loop (`acks.rs`: done) and the workers (`worker.rs`: complete,
+//! retry, archive) send a [`SyncRequest`] when they could not write a
+//! task's outcome. The syncer tries it again every
 //! interval until it succeeds or its deadline (the task's lease end) passes;
 //! after that the recoverer owns the task and the request is dropped with a
 //! warning. A write Redis refuses (NOT FOUND: another server recovered the
@@ -19,11 +20,11 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
+use super::ticker::{FirstTick, Ticker};
 use crate::broker::Broker;
 use crate::error::Result;
 
-/// Go's syncer interval: 5 s (hard-coded; wire spec §7.1).
-pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(5);
+pub use super::defaults::DEFAULT_SYNC_INTERVAL;
 
 /// A write to retry (Go `syncRequest`).
 pub struct SyncRequest {
@@ -119,12 +120,8 @@ impl Syncer {
     /// A pass every `interval` until `shutdown` is cancelled, then
     /// [`Syncer::finish`]. Go `syncer.start`.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.interval) => {}
-            }
+        let mut ticks = Ticker::new(self.interval, FirstTick::AfterInterval, &shutdown);
+        while ticks.next().await {
             self.tick().await;
         }
         self.finish().await;

@@ -1,8 +1,11 @@
-//! Errors as pages and as API answers, mapped once from [`crate::Error`].
+//! Errors as pages, as action answers and as API answers, all mapped by
+//! one function from [`crate::Error`] to an HTTP status ([`status_of`]).
 //!
 //! Data in Redis never causes a 500: corrupt tasks are rows, failing
-//! statistics are "n/a" cells. What remains: unknown queue or task → 404,
-//! refused action → 400/409, Redis unreachable → 503 with a clear page.
+//! statistics are "n/a" cells. What remains, as asynqmon answers: unknown
+//! queue or task → 404 (asynq `ErrQueueNotFound`, `ErrTaskNotFound`),
+//! refused change → 400 (`ErrQueueNotEmpty`, a failed precondition), data
+//! that cannot be read → 422, Redis unreachable → 503 with a clear page.
 
 use askama::Template;
 use axum::http::StatusCode;
@@ -10,7 +13,8 @@ use axum::response::{Html, IntoResponse, Response};
 
 use crate::Error;
 
-/// The HTTP status for an inspector error.
+/// The HTTP status for an inspector error: the one mapping the pages, the
+/// dashboard's actions and `/api` use.
 pub fn status_of(err: &Error) -> StatusCode {
     match err {
         Error::QueueNotFound { .. } | Error::TaskNotFound { .. } => StatusCode::NOT_FOUND,
@@ -31,6 +35,12 @@ pub fn status_of(err: &Error) -> StatusCode {
         Error::Redis(_) | Error::Corrupt { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
+}
+
+/// An action's error as a text answer with [`status_of`]'s status (htmx
+/// shows the text as an error toast).
+pub fn action_error(err: Error) -> Response {
+    (status_of(&err), err.to_string()).into_response()
 }
 
 #[derive(Template)]
@@ -99,6 +109,50 @@ impl IntoResponse for PageError {
         match page.render() {
             Ok(html) => (self.status, Html(html)).into_response(),
             Err(_) => (self.status, self.message).into_response(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One mapping for the pages' actions and `/api`, as asynqmon: an
+    /// unknown queue is 404 like an unknown task (deleting or pausing one
+    /// from the pages answered 400 before), a queue that is not empty and
+    /// a refused change are 400, Redis data that cannot be read is 422.
+    #[test]
+    fn action_errors_map_like_asynqmon() {
+        let cases = [
+            (
+                Error::QueueNotFound { queue: "q".into() },
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                Error::TaskNotFound {
+                    queue: "q".into(),
+                    id: "t".into(),
+                },
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                Error::QueueNotEmpty { queue: "q".into() },
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                Error::FailedPrecondition("task is already running".into()),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                Error::InvalidArgument("bad".into()),
+                StatusCode::BAD_REQUEST,
+            ),
+        ];
+        for (err, want) in cases {
+            assert_eq!(status_of(&err), want, "{err}");
+            let text = err.to_string();
+            let answer = action_error(err);
+            assert_eq!(answer.status(), want, "{text}");
         }
     }
 }

@@ -27,27 +27,12 @@ if state == "active" then
     return -2
 elseif state == "archived" then
     return -1
-elseif state == "pending" then
-    if redis.call("LREM", ARGV[5] .. "pending", 1, ARGV[1]) == 0 then
-        return -3
-    end
-elseif state == "aggregating" then
-    if not group then
-        return -3
-    end
-    local group_key = ARGV[6] .. group
-    if redis.call("ZREM", group_key, ARGV[1]) == 0 then
-        return -3
-    end
-    if redis.call("ZCARD", group_key) == 0 then
-        redis.call("SREM", KEYS[3], group)
-    end
-elseif state == "scheduled" or state == "retry" or state == "completed" then
-    if redis.call("ZREM", ARGV[5] .. state, ARGV[1]) == 0 then
-        return -3
-    end
-else
+end
+local removed = remove_from_container(ARGV[1], state, group, ARGV[5], ARGV[6], KEYS[3], 1)
+if removed == nil then
     return -4
+elseif not removed then
+    return -3
 end
 redis.call("ZADD", KEYS[2], ARGV[2], ARGV[1])
 redis.call("HSET", KEYS[1], "state", "archived")

@@ -22,38 +22,24 @@ if redis.call("EXISTS", KEYS[1]) == 0 then
 end
 local fields = redis.call("HMGET", KEYS[1], "state", "group")
 local state, group = fields[1], fields[2]
-local removed
 if state == "active" then
     return -1
-elseif state == "pending" then
-    removed = redis.call("LREM", ARGV[2] .. "pending", 0, ARGV[1]) > 0
-elseif state == "aggregating" then
-    if group then
-        local group_key = ARGV[3] .. group
-        removed = redis.call("ZREM", group_key, ARGV[1]) > 0
-        if removed and redis.call("ZCARD", group_key) == 0 then
-            redis.call("SREM", KEYS[2], group)
-        end
-    else
-        removed = false
+end
+local removed = remove_from_container(ARGV[1], state, group, ARGV[2], ARGV[3], KEYS[2], 0)
+if removed == nil then
+    return -4
+end
+if not removed and state == "aggregating" then
+    -- Not in its group: left behind only when no aggregation set holds it.
+    local sets = redis.call("ZRANGE", KEYS[3], 0, 100)
+    if #sets > 100 then
+        return -3
     end
-    if not removed then
-        -- Not in its group: left behind only when no aggregation set holds it.
-        local sets = redis.call("ZRANGE", KEYS[3], 0, 100)
-        if #sets > 100 then
+    for _, set_key in ipairs(sets) do
+        if redis.call("ZSCORE", set_key, ARGV[1]) then
             return -3
         end
-        for _, set_key in ipairs(sets) do
-            if redis.call("ZSCORE", set_key, ARGV[1]) then
-                return -3
-            end
-        end
     end
-elseif state == "scheduled" or state == "retry" or state == "archived"
-    or state == "completed" then
-    removed = redis.call("ZREM", ARGV[2] .. state, ARGV[1]) > 0
-else
-    return -4
 end
 release_lock(KEYS[1], ARGV[1], ARGV[2] .. "unique:")
 redis.call("DEL", KEYS[1])

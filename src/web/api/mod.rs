@@ -3,10 +3,11 @@
 //! unchanged. Thin over the [`Inspector`](crate::Inspector): the HTML
 //! actions and these routes call the same methods.
 //!
-//! Files: `model.rs` (JSON shapes and Go-style time, duration and payload
-//! formatting), `queues.rs` (queues, pause/resume, delete, daily stats,
-//! groups), `tasks.rs` (task lists per state, single/batch/"all" actions,
-//! task detail), `left_behind.rs` (count and sweep of left-behind task
+//! Files: `model.rs` (JSON shapes), `go_format.rs` (Go-style time,
+//! duration and payload formatting), `queues.rs` (queues, pause/resume, delete, daily stats,
+//! groups), `tasks.rs` (task lists per state, single-task actions, task
+//! detail), `task_paths.rs` (the task routes' segments and verbs, from the
+//! inspector's action table), `task_actions.rs` (batch and "all" verbs), `left_behind.rs` (count and sweep of left-behind task
 //! hashes, asynqdeck only), `servers.rs` (servers, scheduler entries, enqueue events),
 //! `redis_info.rs` (Redis `INFO` and cluster facts; the unsupported
 //! `/metrics` proxy).
@@ -28,11 +29,14 @@
 //! mutations are refused with 403 by `security.rs`.
 // asynqmon divergence: COMPATIBILITY.md#a1, COMPATIBILITY.md#a2
 
+mod go_format;
 mod left_behind;
 mod model;
 mod queues;
 mod redis_info;
 mod servers;
+mod task_actions;
+mod task_paths;
 mod tasks;
 
 use std::collections::HashMap;
@@ -120,18 +124,9 @@ impl ApiError {
     }
 }
 
-/// The status for an inspector error: as the pages' ([`status_of`]), except
-/// that a task whose stored message does not decode is 422, not 500.
-pub fn api_status(err: &Error) -> StatusCode {
-    match err {
-        Error::Corrupt { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-        other => status_of(other),
-    }
-}
-
 impl From<Error> for ApiError {
     fn from(err: Error) -> Self {
-        ApiError::new(api_status(&err), err.to_string())
+        ApiError::new(status_of(&err), err.to_string())
     }
 }
 

@@ -10,9 +10,11 @@
 //!   `/queues/{q}/tasks/{id}` (GET detail);
 //! - the same two under `/queues/{q}/groups/{g}/aggregating_tasks`.
 //!
-//! Which verbs a state has follows asynqmon's route table exactly; a known
+//! Which verbs a state has follows asynqmon's route table exactly (the
+//! inspector's action table; paths are parsed in `task_paths.rs`); a known
 //! path with the wrong method is 405, anything else 404. As in asynqmon, a
 //! single-task action acts on the task whatever state the path names.
+//! Collection verbs are in `task_actions.rs`.
 
 use std::collections::HashMap;
 
@@ -20,155 +22,16 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
-use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
+use axum::response::IntoResponse;
 use serde::Serialize;
 
 use super::model::{GroupJson, QueueSnapshot, TaskDetail, TaskRowJson, rfc3339, task_row};
-use super::{ApiError, ApiResult, batch_ids, limits, no_content, page_of, queue_snapshot};
-use crate::Inspector;
-use crate::inspector::{Page, TaskRow};
+use super::task_actions::collection_action;
+use super::task_paths::{AllVerb, Target, collection_state, resolve_item};
+use super::{ApiError, ApiResult, limits, no_content, page_of, queue_snapshot};
+use crate::inspector::TaskAction;
 use crate::task::TaskState;
 use crate::web::AppState;
-
-/// Batch actions in flight at once (results keep the request's order).
-const BATCH_CONCURRENCY: usize = 16;
-/// Active tasks read per page by `cancel_all` (asynqmon's batch of 100).
-const CANCEL_ALL_PAGE: usize = 100;
-
-/// The state a collection segment names (`pending_tasks` → pending).
-/// Aggregating tasks live only under `/groups/{g}/aggregating_tasks`.
-fn collection_state(name: &str) -> Option<TaskState> {
-    Some(match name {
-        "active_tasks" => TaskState::Active,
-        "pending_tasks" => TaskState::Pending,
-        "scheduled_tasks" => TaskState::Scheduled,
-        "retry_tasks" => TaskState::Retry,
-        "archived_tasks" => TaskState::Archived,
-        "completed_tasks" => TaskState::Completed,
-        _ => return None,
-    })
-}
-
-/// A verb on a whole collection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AllVerb {
-    DeleteAll,
-    BatchDelete,
-    RunAll,
-    BatchRun,
-    ArchiveAll,
-    BatchArchive,
-    CancelAll,
-    BatchCancel,
-}
-
-impl AllVerb {
-    fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "delete_all" => AllVerb::DeleteAll,
-            "batch_delete" => AllVerb::BatchDelete,
-            "run_all" => AllVerb::RunAll,
-            "batch_run" => AllVerb::BatchRun,
-            "archive_all" => AllVerb::ArchiveAll,
-            "batch_archive" => AllVerb::BatchArchive,
-            "cancel_all" => AllVerb::CancelAll,
-            "batch_cancel" => AllVerb::BatchCancel,
-            _ => return None,
-        })
-    }
-
-    /// Only `delete_all` is a DELETE; every other verb is a POST.
-    fn method(self) -> Method {
-        if self == AllVerb::DeleteAll {
-            Method::DELETE
-        } else {
-            Method::POST
-        }
-    }
-
-    /// Whether asynqmon has this verb for `state`.
-    fn allowed(self, state: TaskState) -> bool {
-        use TaskState::*;
-        match self {
-            AllVerb::DeleteAll | AllVerb::BatchDelete => state != Active,
-            AllVerb::RunAll | AllVerb::BatchRun => {
-                matches!(state, Scheduled | Retry | Archived | Aggregating)
-            }
-            AllVerb::ArchiveAll | AllVerb::BatchArchive => {
-                matches!(state, Pending | Scheduled | Retry | Aggregating)
-            }
-            AllVerb::CancelAll | AllVerb::BatchCancel => state == Active,
-        }
-    }
-}
-
-/// A verb on one task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ItemVerb {
-    Delete,
-    Run,
-    Archive,
-    Cancel,
-}
-
-impl ItemVerb {
-    /// Whether asynqmon has this route for `state`.
-    fn allowed(self, state: TaskState) -> bool {
-        use TaskState::*;
-        match self {
-            ItemVerb::Delete => state != Active,
-            ItemVerb::Run => matches!(state, Scheduled | Retry | Archived | Aggregating),
-            ItemVerb::Archive => matches!(state, Pending | Scheduled | Retry | Aggregating),
-            ItemVerb::Cancel => state == Active,
-        }
-    }
-}
-
-/// The task route `method` selects for a task-id segment, and the id: a
-/// DELETE takes the whole segment as the id; a POST splits the verb off
-/// at the last `:`.
-fn item_route(method: &Method, state: TaskState, segment: &str) -> Option<(ItemVerb, String)> {
-    let (verb, id) = match *method {
-        Method::DELETE => (ItemVerb::Delete, segment),
-        Method::POST => {
-            let (id, verb) = segment.rsplit_once(':')?;
-            let verb = match verb {
-                "run" => ItemVerb::Run,
-                "archive" => ItemVerb::Archive,
-                "cancel" => ItemVerb::Cancel,
-                _ => return None,
-            };
-            (verb, id)
-        }
-        _ => return None,
-    };
-    verb.allowed(state).then(|| (verb, id.to_string()))
-}
-
-/// [`item_route`], or 405 when another method has a route there, else 404.
-fn resolve_item(method: &Method, state: TaskState, segment: &str) -> ApiResult<(ItemVerb, String)> {
-    if let Some(found) = item_route(method, state, segment) {
-        return Ok(found);
-    }
-    let other = [Method::DELETE, Method::POST]
-        .iter()
-        .any(|m| m != method && item_route(m, state, segment).is_some());
-    Err(if other {
-        ApiError::method_not_allowed()
-    } else {
-        ApiError::not_found("404 page not found")
-    })
-}
-
-/// The tasks a route addresses: one state's container of a queue, or one
-/// group's aggregating tasks.
-#[derive(Clone, Copy, Debug)]
-struct Target<'a> {
-    queue: &'a str,
-    state: TaskState,
-    group: Option<&'a str>,
-}
 
 /// `/queues/{q}/{segment}`: a list (GET `{state}_tasks`) or a collection
 /// verb (`{state}_tasks:{verb}`).
@@ -303,14 +166,8 @@ async fn on_item(
             "route parameters should not be empty",
         ));
     }
-    let inspector = &state.inspector;
-    let result = match verb {
-        ItemVerb::Delete => inspector.delete_task(target.queue, &id).await,
-        ItemVerb::Run => inspector.run_task(target.queue, &id).await,
-        ItemVerb::Archive => inspector.archive_task(target.queue, &id).await,
-        ItemVerb::Cancel => inspector.cancel_processing(&id).await,
-    };
-    if verb != ItemVerb::Cancel {
+    let result = state.inspector.act_on(verb, target.queue, &id).await;
+    if verb != TaskAction::Cancel {
         state.stats.invalidate().await;
     }
     result?;
@@ -353,14 +210,7 @@ async fn list(state: &AppState, target: Target<'_>, query: &HashMap<String, Stri
         .map(|row| task_row(row, target.state, lim, now))
         .collect();
     if target.state == TaskState::Active && !tasks.is_empty() {
-        let workers: HashMap<String, _> = inspector
-            .servers()
-            .await?
-            .into_iter()
-            .flat_map(|s| s.active_workers)
-            .filter(|w| w.queue == target.queue)
-            .map(|w| (w.task_id.clone(), (w.started, w.deadline)))
-            .collect();
+        let workers = inspector.active_worker_times(Some(target.queue)).await?;
         for task in &mut tasks {
             if let TaskRowJson::Active {
                 base,
@@ -403,246 +253,4 @@ async fn detail(state: &AppState, queue: &str, id: &str) -> ApiResult {
     let info = state.inspector.get_task_info(queue, id).await?;
     let now = state.inspector.now();
     Ok(Json(TaskDetail::new(&info, now)).into_response())
-}
-
-#[derive(Serialize)]
-struct Deleted {
-    deleted: u64,
-}
-
-#[derive(Serialize)]
-struct Scheduled {
-    scheduled: u64,
-}
-
-#[derive(Serialize)]
-struct Archived {
-    archived: u64,
-}
-
-#[derive(Serialize)]
-struct BatchDeleted {
-    deleted_ids: Vec<String>,
-    failed_ids: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct BatchRan {
-    pending_ids: Vec<String>,
-    error_ids: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct BatchArchived {
-    archived_ids: Vec<String>,
-    error_ids: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct BatchCanceled {
-    canceled_ids: Vec<String>,
-    error_ids: Vec<String>,
-}
-
-/// Runs `op` on every id (at most [`BATCH_CONCURRENCY`] at once) and splits
-/// the ids, in request order, into those that succeeded and those that
-/// failed.
-async fn run_batch<F, Fut>(ids: Vec<String>, what: &str, op: F) -> (Vec<String>, Vec<String>)
-where
-    F: Fn(String) -> Fut,
-    Fut: std::future::Future<Output = crate::Result<()>>,
-{
-    let results: Vec<(String, crate::Result<()>)> = futures_util::stream::iter(ids)
-        .map(|id| {
-            let fut = op(id.clone());
-            async move { (id, fut.await) }
-        })
-        .buffered(BATCH_CONCURRENCY)
-        .collect()
-        .await;
-    let (mut ok, mut failed) = (Vec::new(), Vec::new());
-    for (id, result) in results {
-        match result {
-            Ok(()) => ok.push(id),
-            Err(e) => {
-                tracing::debug!(task_id = %id, error = %e, "api: could not {what} task");
-                failed.push(id);
-            }
-        }
-    }
-    (ok, failed)
-}
-
-/// Cancels every active task of the queue, reading the active list 100 at
-/// a time (asynqmon `cancel_all`). Cancelation is a best-effort message,
-/// so tasks stay listed while this pages through them.
-async fn cancel_all(inspector: &Inspector, queue: &str) -> crate::Result<()> {
-    let mut number = 1;
-    loop {
-        let page = Page::new(number, CANCEL_ALL_PAGE)?;
-        let rows = inspector.list_tasks(queue, TaskState::Active, page).await?;
-        for row in &rows {
-            inspector.cancel_processing(TaskRow::id(row)).await?;
-        }
-        if rows.len() < CANCEL_ALL_PAGE {
-            return Ok(());
-        }
-        number += 1;
-    }
-}
-
-/// Runs a collection verb: counts for the "all" verbs, id lists for the
-/// batch verbs, 204 for `cancel_all`.
-async fn collection_action(
-    state: &AppState,
-    target: Target<'_>,
-    verb: AllVerb,
-    body: Body,
-) -> ApiResult {
-    let inspector = &state.inspector;
-    let (queue, task_state, group) = (target.queue, target.state, target.group);
-    let response: Response = match verb {
-        AllVerb::DeleteAll => {
-            let deleted = match group {
-                Some(g) => inspector.delete_all_aggregating(queue, g).await?,
-                None => inspector.delete_all(queue, task_state).await?,
-            };
-            Json(Deleted { deleted }).into_response()
-        }
-        AllVerb::RunAll => {
-            let scheduled = match group {
-                Some(g) => inspector.run_all_aggregating(queue, g).await?,
-                None => inspector.run_all(queue, task_state).await?,
-            };
-            Json(Scheduled { scheduled }).into_response()
-        }
-        AllVerb::ArchiveAll => {
-            let archived = match group {
-                Some(g) => inspector.archive_all_aggregating(queue, g).await?,
-                None => inspector.archive_all(queue, task_state).await?,
-            };
-            Json(Archived { archived }).into_response()
-        }
-        AllVerb::CancelAll => {
-            cancel_all(inspector, queue).await?;
-            no_content()
-        }
-        AllVerb::BatchDelete => {
-            let ids = batch_ids(body).await?;
-            let (deleted_ids, failed_ids) = run_batch(ids, "delete", |id| async move {
-                inspector.delete_task(queue, &id).await
-            })
-            .await;
-            Json(BatchDeleted {
-                deleted_ids,
-                failed_ids,
-            })
-            .into_response()
-        }
-        AllVerb::BatchRun => {
-            let ids = batch_ids(body).await?;
-            let (pending_ids, error_ids) = run_batch(ids, "run", |id| async move {
-                inspector.run_task(queue, &id).await
-            })
-            .await;
-            Json(BatchRan {
-                pending_ids,
-                error_ids,
-            })
-            .into_response()
-        }
-        AllVerb::BatchArchive => {
-            let ids = batch_ids(body).await?;
-            let (archived_ids, error_ids) = run_batch(ids, "archive", |id| async move {
-                inspector.archive_task(queue, &id).await
-            })
-            .await;
-            Json(BatchArchived {
-                archived_ids,
-                error_ids,
-            })
-            .into_response()
-        }
-        AllVerb::BatchCancel => {
-            let ids = batch_ids(body).await?;
-            let (canceled_ids, error_ids) = run_batch(ids, "cancel", |id| async move {
-                inspector.cancel_processing(&id).await
-            })
-            .await;
-            Json(BatchCanceled {
-                canceled_ids,
-                error_ids,
-            })
-            .into_response()
-        }
-    };
-    Ok(response)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// asynqmon's route table: which verbs each state has.
-    #[test]
-    fn verbs_per_state() {
-        use TaskState::*;
-        let all = |v: &str| {
-            [
-                Active,
-                Pending,
-                Scheduled,
-                Retry,
-                Archived,
-                Completed,
-                Aggregating,
-            ]
-            .into_iter()
-            .filter(|s| AllVerb::parse(v).unwrap().allowed(*s))
-            .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            all("delete_all"),
-            [Pending, Scheduled, Retry, Archived, Completed, Aggregating]
-        );
-        assert_eq!(all("run_all"), [Scheduled, Retry, Archived, Aggregating]);
-        assert_eq!(all("archive_all"), [Pending, Scheduled, Retry, Aggregating]);
-        assert_eq!(all("cancel_all"), [Active]);
-        assert_eq!(AllVerb::parse("nope"), None);
-    }
-
-    /// A DELETE takes the whole segment as the id; a POST splits at the
-    /// last `:`; the other method of a known path is 405, else 404.
-    #[test]
-    fn task_segments() {
-        let post = Method::POST;
-        let delete = Method::DELETE;
-        assert_eq!(
-            item_route(&delete, TaskState::Pending, "a:b"),
-            Some((ItemVerb::Delete, "a:b".to_string()))
-        );
-        assert_eq!(
-            item_route(&post, TaskState::Retry, "a:b:run"),
-            Some((ItemVerb::Run, "a:b".to_string()))
-        );
-        assert_eq!(item_route(&post, TaskState::Completed, "a:run"), None);
-        assert_eq!(
-            resolve_item(&post, TaskState::Completed, "a")
-                .unwrap_err()
-                .status,
-            axum::http::StatusCode::METHOD_NOT_ALLOWED
-        );
-        assert_eq!(
-            resolve_item(&delete, TaskState::Active, "a")
-                .unwrap_err()
-                .status,
-            axum::http::StatusCode::NOT_FOUND
-        );
-        assert_eq!(
-            resolve_item(&delete, TaskState::Active, "a:cancel")
-                .unwrap_err()
-                .status,
-            axum::http::StatusCode::METHOD_NOT_ALLOWED
-        );
-    }
 }

@@ -31,11 +31,11 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
-use super::queue_tab::{action_error, trigger};
+use super::queue_tab::trigger;
 use super::{Layout, is_htmx};
 use crate::inspector::SweepCount;
 use crate::web::AppState;
-use crate::web::error::PageError;
+use crate::web::error::{PageError, action_error};
 use crate::web::urls;
 
 #[derive(Template, WebTemplate)]
@@ -166,7 +166,6 @@ async fn delete_post(
     headers: HeaderMap,
     Form(f): Form<DeleteForm>,
 ) -> Response {
-    let root = state.config.root_path.trim_end_matches('/').to_string();
     let mut count = if f.cursor == 0 {
         SweepCount::default()
     } else {
@@ -182,7 +181,7 @@ async fn delete_post(
         .await
     {
         Ok(r) => r,
-        Err(e) => return action_error(e, &root),
+        Err(e) => return action_error(e),
     };
     if slice.deleted > 0 {
         state.stats.invalidate().await;

@@ -1,9 +1,9 @@
-//! HTML pages, one file per page area. Each handler extracts its inputs,
+//! HTML pages, one file per page area (the queue page, with its tabs and
+//! actions, is the folder `queue_tab/`). Each handler extracts its inputs,
 //! makes one Inspector call (or reads the shared stats snapshot), and
 //! renders: the full page, or only its live fragment when htmx asks
 //! (`HX-Request`), so every view has a real URL.
 
-mod errgroups;
 mod history;
 mod left_behind;
 mod outage;

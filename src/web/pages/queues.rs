@@ -6,14 +6,14 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::Router;
 use axum::extract::{Form, Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::{Layout, is_htmx};
 use crate::web::AppState;
-use crate::web::error::PageError;
+use crate::web::error::action_error;
 use crate::web::format;
 use crate::web::state::Snapshot;
 use crate::web::urls::filters;
@@ -181,20 +181,12 @@ async fn delete_post(
     after_action(&state, r).await
 }
 
-/// Answers an action with the refreshed table (or the error as a 4xx page
-/// fragment that htmx shows in the toast area).
+/// Answers an action with the refreshed table (or the error as a text
+/// answer, [`action_error`], that htmx shows in the toast area).
 async fn after_action(state: &AppState, r: crate::Result<()>) -> Response {
     state.stats.invalidate().await;
     match r {
         Ok(()) => queues_table(state).await.into_response(),
-        Err(e) => {
-            let err = PageError::from_error(e, &state.config.root_path);
-            let status = if err.status == StatusCode::SERVICE_UNAVAILABLE {
-                err.status
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            (status, err.message).into_response()
-        }
+        Err(e) => action_error(e),
     }
 }

@@ -19,12 +19,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::queue_tab::{
-    self, Op, OpView, TimeView, View, ViewQuery, op_views, parse_state, trigger,
+    self, Op, OpText, OpView, TimeView, View, ViewQuery, op_views, parse_state, trigger,
 };
 use super::{Layout, is_htmx};
 use crate::server::default_retry_delay_bounds;
 use crate::web::AppState;
-use crate::web::error::PageError;
+use crate::web::error::{PageError, action_error};
 use crate::web::format;
 use crate::web::urls;
 use crate::{Error, TaskInfo, TaskState};
@@ -355,10 +355,10 @@ async fn action_post(
     let Some(op) = Op::parse(&op) else {
         return PageError::not_found(format!("no action {op:?}"), &root).into_response();
     };
-    let result = op.apply(&state.inspector, &queue, &id).await;
+    let result = state.inspector.act_on(op, &queue, &id).await;
     state.stats.invalidate().await;
     if let Err(e) = result {
-        return queue_tab::action_error(e, &root);
+        return action_error(e);
     }
     let message = format!("Task {id}: {}.", op.past_single());
     let tab = query.tab.as_deref().and_then(parse_state);

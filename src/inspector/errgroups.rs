@@ -1,4 +1,5 @@
-//! LastErr groups for the retry and archived tabs (S14, S29).
+//! LastErr groups for the retry and archived tabs, and the one-line
+//! verdict read from them (S14, S29).
 //!
 //! Forty tasks failing with one error read as an outage of something
 //! outside (a database, an API); forty different errors read as a bug in
@@ -31,6 +32,8 @@ use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use md5::{Digest, Md5};
+
+use crate::task::TaskState;
 
 /// Normalised texts are cut to this many characters (long stack traces
 /// still group by their head).
@@ -238,6 +241,43 @@ pub fn group<'a>(items: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<Err
     }
     groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
     groups
+}
+
+/// Whether the tab of `state` shows LastErr groups: retry and archived,
+/// the states whose tasks carry a failure.
+pub fn shown_for(state: TaskState) -> bool {
+    matches!(state, TaskState::Retry | TaskState::Archived)
+}
+
+/// S14's reading of `groups` over `tasks` readable tasks: one error
+/// across most tasks points outside, many different errors point at the
+/// handlers. Empty with fewer than 5 tasks or no clear reading.
+pub fn verdict(groups: &[ErrGroup], tasks: usize) -> String {
+    if tasks < 5 || groups.is_empty() {
+        return String::new();
+    }
+    let top = groups[0].count;
+    // A permanent error (SkipRetry, a panic) shared by many tasks is one
+    // cause in the data or the code, not an outage: running them again as
+    // they are would only fail again (S18, S21).
+    let permanent = groups[0].example.contains("skip retry for the task")
+        || groups[0].example.starts_with("panic error cause by");
+    if top * 5 >= tasks * 4 && permanent {
+        format!(
+            "One permanent error accounts for {top} of {tasks} tasks: one cause in the input data or the handler code, not an outage; fix it before running them again."
+        )
+    } else if top * 5 >= tasks * 4 {
+        format!(
+            "One error accounts for {top} of {tasks} tasks: most likely an external service is down or refusing; fix or wait for it, then run the tasks."
+        )
+    } else if groups.len() * 2 >= tasks {
+        format!(
+            "{} different errors across {tasks} tasks: this points at a bug in the task handlers rather than an outage.",
+            groups.len()
+        )
+    } else {
+        String::new()
+    }
 }
 
 #[cfg(test)]

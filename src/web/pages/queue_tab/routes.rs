@@ -1,0 +1,149 @@
+//! The queue page's routes and its GET handlers: the page (or its live
+//! fragment) and the summary of a tab's bounded scan.
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use super::actions::{Op, all_post, batch_post, matching_post, op_views};
+use super::query::{View, ViewQuery, parse_state};
+use super::render::{queue_stats, render_tab};
+use super::view::{QueuePage, QueueSummary};
+use crate::TaskState;
+use crate::inspector::{SCAN_LIMIT, errgroups};
+use crate::web::AppState;
+use crate::web::error::PageError;
+use crate::web::pages::{Layout, is_htmx};
+use crate::web::urls;
+
+/// `GET /queues/{q}` (active tab, or `?status=`), `GET /queues/{q}/{state}`
+/// (page or live fragment), `GET …/summary`, and `POST …/batch/{op}`
+/// (selected ids), `…/all/{op}` (the whole tab or group), `…/matching/{op}`
+/// (what the filters or an error group match in the bounded scan).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/queues/{queue}", get(view_queue_get))
+        .route("/queues/{queue}/{state}", get(view_tab_get))
+        .route("/queues/{queue}/{state}/summary", get(view_summary_get))
+        .route("/queues/{queue}/{state}/batch/{op}", post(batch_post))
+        .route("/queues/{queue}/{state}/all/{op}", post(all_post))
+        .route("/queues/{queue}/{state}/matching/{op}", post(matching_post))
+}
+
+/// 404 for a tab name that is no task state.
+pub(super) fn unknown_tab(state: &AppState, name: &str) -> PageError {
+    PageError::not_found(
+        format!(
+            "no tab named {name:?}: the tabs are active, pending, aggregating, scheduled, retry, archived and completed"
+        ),
+        &state.config.root_path,
+    )
+}
+
+async fn view_queue_get(
+    State(state): State<AppState>,
+    Path(queue): Path<String>,
+    Query(query): Query<ViewQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let tab = query
+        .status
+        .as_deref()
+        .and_then(parse_state)
+        .unwrap_or(TaskState::Active);
+    show_tab(&state, &queue, View::new(tab, &query), &headers).await
+}
+
+async fn view_tab_get(
+    State(state): State<AppState>,
+    Path((queue, tab)): Path<(String, String)>,
+    Query(query): Query<ViewQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(tab) = parse_state(&tab) else {
+        return unknown_tab(&state, &tab).into_response();
+    };
+    show_tab(&state, &queue, View::new(tab, &query), &headers).await
+}
+
+async fn show_tab(state: &AppState, queue: &str, view: View, headers: &HeaderMap) -> Response {
+    let tab = match render_tab(state, queue, &view).await {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
+    };
+    if is_htmx(headers) {
+        return tab.into_response();
+    }
+    // The type picker offers the types on the current page plus the one
+    // filtered on; the summary lists every type of the scanned tab.
+    let mut types: Vec<String> = tab
+        .rows
+        .iter()
+        .filter(|r| r.error.is_empty())
+        .map(|r| r.task_type.clone())
+        .collect();
+    if !view.filter.task_type.is_empty() {
+        types.push(view.filter.task_type.clone());
+    }
+    types.sort();
+    types.dedup();
+    QueuePage {
+        layout: Layout::new(state, format!("{queue} · {}", view.state), "queues"),
+        tab,
+        types,
+        filter: view.filter,
+    }
+    .into_response()
+}
+
+async fn view_summary_get(
+    State(state): State<AppState>,
+    Path((queue, tab)): Path<(String, String)>,
+    Query(query): Query<ViewQuery>,
+) -> Response {
+    let Some(tab) = parse_state(&tab) else {
+        return unknown_tab(&state, &tab).into_response();
+    };
+    let view = View::new(tab, &query);
+    let root = state.config.root_path.clone();
+    let info = queue_stats(&state, &queue).await.info;
+    let summary = match state
+        .inspector
+        .tab_summary(&view.request(&queue, info.as_ref()))
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => return PageError::from_error(e, &root).into_response(),
+    };
+    let group_ops: Vec<Op> = Op::for_state(tab)
+        .iter()
+        .copied()
+        .filter(|o| *o != Op::Cancel)
+        .collect();
+    let view_base = View {
+        group: summary.group,
+        ..view
+    };
+    let root = root.trim_end_matches('/');
+    QueueSummary {
+        layout: Layout::new(&state, "summary", "queues"),
+        tab_url: format!("{root}/queues/{}/{tab}", urls::segment(&queue)),
+        qs: view_base.qs(),
+        scanned: summary.scanned,
+        total: summary.total,
+        limit: SCAN_LIMIT,
+        corrupt: summary.corrupt,
+        types: summary.types,
+        show_groups: errgroups::shown_for(tab),
+        groups: summary.error_groups,
+        verdict: summary.verdict,
+        group_ops: op_views(
+            &group_ops,
+            "every task with this error (among the scanned ones)",
+            true,
+        ),
+    }
+    .into_response()
+}
