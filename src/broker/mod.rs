@@ -7,17 +7,33 @@
 //! deliberately differs from Go, `COMPATIBILITY.md` at the repository root
 //! says how and why (code comments point to its entries).
 //!
-//! Files: `conn.rs` (connection options: URL, credentials, TLS), `keys.rs`
-//! (every key name), `proto.rs` (protobuf messages),
-//! `enqueue.rs` (client writes), `queues.rs` (queue stats, history, pause,
-//! queue deletion), `tasks.rs` (task listing, lookup and inspector
-//! mutations), `left_behind.rs` (the sweep of left-behind task hashes),
-//! `servers.rs` (servers, workers, scheduler entries, cancel),
-//! `pubsub.rs` (the `asynq:cancel` subscription), `info.rs` (`INFO` and
-//! cluster facts for the Redis page), `samples.rs` (asynqdeck's
-//! own outage-signal series, `asynqdeck:{<queue>}:samples`), `recovery.rs`
-//! (the recoverer's orphan scan and lease schedule, issue 12 R4/R8),
-//! `discovery.rs` (finding queues missing from `asynq:queues`, R14).
+//! Files:
+//! - connection and names: `conn.rs` (connection options: URL,
+//!   credentials, TLS), `keys.rs` (every key name), `proto.rs` (protobuf
+//!   messages), `scripts.rs` (the Lua scripts, `scripts/*.lua`);
+//! - the engine and the client: `enqueue.rs` (client writes), `engine.rs`
+//!   (worker-side writes: lease, finish, retry, archive, extend the lease)
+//!   and `engine/maintenance.rs` (forward, recover, janitor, stale
+//!   aggregation sets),
+//!   `waiter.rs` (idle workers' blocking wake-up), `results.rs` (task
+//!   results), `bad_counters.rs` (counters that could not be incremented,
+//!   R6), `recovery.rs` (the recoverer's orphan scan and lease schedule,
+//!   issue 12 R4/R8), `discovery.rs` (finding queues missing from
+//!   `asynq:queues`, R14), `pubsub.rs` (the `asynq:cancel` subscription);
+//! - inspecting: `stats/` (queue statistics: one queue's and many queues'
+//!   numbers in one transaction, memory estimates, Redis key tracking, and
+//!   the public data types [`QueueInfo`], [`DailyStats`], [`GroupInfo`]),
+//!   `queues.rs` (queue list, history, groups, pause, queue deletion),
+//!   `page.rs` ([`Page`]: a listing's page and its Redis ranges, decided
+//!   here), `tasks.rs` (task listing and lookup), `task_actions.rs` (the
+//!   inspector's task changes: run, archive, delete, update payload),
+//!   `left_behind.rs` (the sweep of left-behind task hashes), `servers.rs`
+//!   (servers, workers, scheduler entries, cancel), `info.rs` (`INFO` and
+//!   cluster facts for the Redis page), `samples.rs` (asynqdeck's own
+//!   outage-signal series, `asynqdeck:{<queue>}:samples`).
+//!
+//! Nothing here imports from the layers above (inspector, server, web,
+//! cli, demo, client): they call into the broker.
 
 pub mod keys;
 pub mod proto;
@@ -30,14 +46,16 @@ mod engine;
 mod enqueue;
 mod info;
 mod left_behind;
+mod page;
 mod pubsub;
 mod queues;
 mod recovery;
 mod results;
 mod samples;
 mod servers;
+mod stats;
+mod task_actions;
 mod tasks;
-mod tracking;
 mod waiter;
 
 /// Arbitrary Redis replies for the reply parsers' property tests.
@@ -53,11 +71,12 @@ pub use engine::{
 };
 pub use enqueue::EnqueueTarget;
 pub use left_behind::{SWEEP_SCAN_COUNT, SweepCount};
-pub(crate) use queues::{KeyKinds, QueueStats, StatsRequest};
+pub use page::Page;
 pub use recovery::{ActiveChunk, Adopted, Lacks, ORPHAN_SCAN_CHUNK};
 pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
-pub use tasks::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
-pub(crate) use tracking::StatsTracking;
+pub use stats::{DailyStats, GroupInfo, QueueInfo};
+pub(crate) use stats::{KeyKinds, StatsRequest, StatsTracking};
+pub use task_actions::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
 pub use waiter::PendingWaiter;
 
 use chrono::{DateTime, Utc};

@@ -11,9 +11,8 @@ impl Broker {
     /// Unlike Go's plain `HSET`, the write happens only while the task hash
     /// exists (script `write_result.lua`): a task deleted while its handler
     /// ran is not brought back as a hash holding only `result` (issue 12
-    /// R7, COMPATIBILITY.md#r7). The caller
-    /// ([`ResultWriter`](crate::server::ResultWriter)) refuses once the
-    /// task's context is cancelled. Errors: [`Error::TaskNotFound`] when
+    /// R7, COMPATIBILITY.md#r7). The caller (the server's `ResultWriter`)
+    /// refuses once the task's context is cancelled. Errors: [`Error::TaskNotFound`] when
     /// there is no task hash (nothing written); [`Error::Redis`].
     // asynq divergence: COMPATIBILITY.md#r7
     pub async fn write_result(&self, queue: &str, id: &str, data: &[u8]) -> Result<usize> {

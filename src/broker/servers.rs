@@ -15,7 +15,7 @@ use std::time::Duration;
 use prost::Message;
 use redis::Value;
 
-use super::{Broker, keys, proto, scripts};
+use super::{Broker, Page, keys, proto, scripts};
 use crate::error::{Error, Result};
 
 /// Events kept per scheduler entry (Go `maxEvents`; wire spec §6.17).
@@ -310,21 +310,28 @@ impl Broker {
     /// (logged). Read in bounded commands (at most [`ENTRIES_CHUNK`] entries
     /// each). Errors: [`Error::Redis`].
     pub(crate) async fn list_scheduler_entries(&self) -> Result<Vec<proto::SchedulerEntry>> {
-        Ok(self.scheduler_entries_page(0, usize::MAX).await?.0)
+        let all = Page {
+            number: 1,
+            size: usize::MAX,
+        };
+        Ok(self.scheduler_entries_page(all).await?.0)
     }
 
-    /// The entries of rank `start` to `start + count − 1` of the order of
-    /// [`Broker::list_scheduler_entries`], and how many entries there are in
-    /// all (R11). Reads the registry, one `LLEN` per live scheduler, then
+    /// The entries of `page` (ranks `size·(number−1)` to `size·number − 1`)
+    /// of the order of [`Broker::list_scheduler_entries`], and how many
+    /// entries there are in all (R11). Reads the registry, one `LLEN` per live scheduler, then
     /// only the list ranges the page covers, in `LRANGE`s of at most
     /// [`ENTRIES_CHUNK`] entries, so a page costs O(schedulers + page), not
     /// O(all entries). Undecodable entries are skipped (logged): that page
-    /// is shorter, the total still counts them. Errors: [`Error::Redis`].
+    /// is shorter, the total still counts them. Errors:
+    /// [`Error::InvalidArgument`] for a zero page number or size;
+    /// [`Error::Redis`].
     pub(crate) async fn scheduler_entries_page(
         &self,
-        start: usize,
-        count: usize,
+        page: Page,
     ) -> Result<(Vec<proto::SchedulerEntry>, usize)> {
+        page.validate()?;
+        let (start, count) = (page.first(), page.size);
         let scheduler_keys = self.live_members(keys::ALL_SCHEDULERS).await?;
         let lens: Vec<usize> = self
             .read_each("LLEN", &[], &scheduler_keys)
@@ -379,17 +386,22 @@ impl Broker {
         Ok((entries, total))
     }
 
-    /// Events of a scheduler entry, newest first, by rank `start..=stop` of
-    /// `ZREVRANGE asynq:scheduler_history:<entry id>` (Go
-    /// `rdb.ListSchedulerEnqueueEvents`; wire spec §9.10). No existence
-    /// check. Undecodable events are skipped (logged; Go fails the whole
-    /// call). Errors: [`Error::Redis`].
+    /// One page of a scheduler entry's events, newest first: ranks
+    /// `size·(number−1)` to `size·number − 1` of `ZREVRANGE
+    /// asynq:scheduler_history:<entry id>` (Go
+    /// `rdb.ListSchedulerEnqueueEvents`; wire spec §9.10); a page past the
+    /// end is empty. No existence check. Undecodable events are skipped
+    /// (logged; Go fails the whole call). Errors: [`Error::InvalidArgument`]
+    /// for a zero page number or size; [`Error::Redis`].
     pub(crate) async fn list_scheduler_enqueue_events(
         &self,
         entry_id: &str,
-        start: i64,
-        stop: i64,
+        page: Page,
     ) -> Result<Vec<proto::SchedulerEnqueueEvent>> {
+        page.validate()?;
+        let Some((start, stop)) = page.zset_range() else {
+            return Ok(Vec::new());
+        };
         let key = keys::scheduler_history_key(entry_id);
         let members: Vec<Vec<u8>> = redis::cmd("ZREVRANGE")
             .arg(&key)

@@ -7,6 +7,10 @@
 //! 10,000 tasks and 90 days and deletes the trimmed tasks' hashes (S16).
 //!
 //! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
+//! `stats.rs` (many queues' statistics at once, with the hints a dashboard
+//! keeps between reads, and memory estimates), `snapshot.rs` (the
+//! dashboard's snapshot of every queue: reading it, adding growth and
+//! memory),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
 //! (servers with their workers, scheduler entries and events), `info.rs`
 //! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
@@ -15,7 +19,9 @@
 //! task state allows, one table; one task, a list of ids, a whole
 //! container), `tab.rs` (what a queue tab shows: page, filters, bounded
 //! scan, summary, the join with active workers), `errgroups.rs` (LastErr
-//! grouping and its verdict).
+//! grouping and its verdict). The queue data types ([`QueueInfo`],
+//! [`DailyStats`], [`GroupInfo`]) and [`Page`] are the broker's,
+//! re-exported here.
 
 mod actions;
 pub mod errgroups;
@@ -24,15 +30,18 @@ mod left_behind;
 mod queues;
 mod samples;
 mod servers;
+mod snapshot;
+mod stats;
 mod tab;
 mod tasks;
 
+pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
+pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
 pub use errgroups::ErrGroup;
 pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
 pub use left_behind::SweepBudget;
-pub use queues::{DailyStats, GroupInfo, QueueInfo, QueueStatsRow, StatsHints};
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
     QueueSample, RetryGrowth, retry_growth,
@@ -40,11 +49,13 @@ pub use samples::{
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
 };
+pub use snapshot::{GrowthSamples, MemoryEstimate, QueueRow, Snapshot};
+pub use stats::{QueueStatsRow, StatsHints};
 pub use tab::{
     IdLookup, SCAN_LIMIT, SCAN_PAGE, ScanCount, TabFilter, TabRead, TabRequest, TabSummary,
     WorkerTimes, state_count,
 };
-pub use tasks::{Page, TaskRow};
+pub use tasks::TaskRow;
 
 use crate::broker::Broker;
 use crate::error::Result;

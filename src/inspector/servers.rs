@@ -210,9 +210,7 @@ impl Inspector {
     /// the page number or size is 0; [`Error::Redis`](crate::Error::Redis).
     // asynq divergence: COMPATIBILITY.md#r11
     pub async fn scheduler_entries_page(&self, page: Page) -> Result<SchedulerEntriesPage> {
-        page.validate()?;
-        let start = (page.number - 1).saturating_mul(page.size);
-        let (entries, total) = self.broker.scheduler_entries_page(start, page.size).await?;
+        let (entries, total) = self.broker.scheduler_entries_page(page).await?;
         Ok(SchedulerEntriesPage {
             entries: entries.into_iter().map(SchedulerEntry::from).collect(),
             total,
@@ -235,13 +233,9 @@ impl Inspector {
         entry_id: &str,
         page: Page,
     ) -> Result<Vec<SchedulerEnqueueEvent>> {
-        page.validate()?;
-        let Some((start, stop)) = page.zset_range() else {
-            return Ok(Vec::new());
-        };
         let events = self
             .broker
-            .list_scheduler_enqueue_events(entry_id, start, stop)
+            .list_scheduler_enqueue_events(entry_id, page)
             .await?;
         Ok(events
             .into_iter()

@@ -18,77 +18,10 @@ use chrono::{DateTime, Utc};
 
 use super::Inspector;
 use super::actions::{TaskAction, allowed_for_container};
-use crate::broker::keys;
 use crate::broker::proto::TaskMessage;
+use crate::broker::{Page, keys};
 use crate::error::{Error, Result};
 use crate::task::{TaskInfo, TaskState};
-
-/// Which page of a listing to read (Go `asynq.Page` and `asynq.PageSize`).
-///
-/// `number` starts at 1; a page past the end is empty, not an error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Page {
-    /// Page number, 1-based.
-    pub number: usize,
-    /// Tasks per page, at least 1.
-    pub size: usize,
-}
-
-impl Default for Page {
-    /// Page 1 of 30 tasks (Go `defaultPageNum`, `defaultPageSize`).
-    fn default() -> Self {
-        Page {
-            number: 1,
-            size: 30,
-        }
-    }
-}
-
-impl Page {
-    /// Page `number` (1-based) of `size` tasks. Errors with
-    /// [`Error::InvalidArgument`] when either is 0.
-    pub fn new(number: usize, size: usize) -> Result<Page> {
-        let page = Page { number, size };
-        page.validate()?;
-        Ok(page)
-    }
-
-    /// Errors with [`Error::InvalidArgument`] when the number or the size is
-    /// 0 (Go turns these into odd rank ranges instead).
-    // asynq divergence: COMPATIBILITY.md#t4
-    pub(crate) fn validate(&self) -> Result<()> {
-        if self.number == 0 {
-            return Err(Error::InvalidArgument(
-                "page number starts at 1, got 0".into(),
-            ));
-        }
-        if self.size == 0 {
-            return Err(Error::InvalidArgument(
-                "page size must be at least 1".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// The inclusive rank range of the page in a zset (Go
-    /// `Pagination.start`/`stop`: `[size·(number−1), size·number − 1]`), or
-    /// `None` when it lies beyond any possible end. Call
-    /// [`Page::validate`] first.
-    pub(crate) fn zset_range(&self) -> Option<(i64, i64)> {
-        let size = i64::try_from(self.size).ok()?;
-        let start = i64::try_from(self.number - 1).ok()?.checked_mul(size)?;
-        Some((start, start.checked_add(size - 1)?))
-    }
-
-    /// The inclusive LRANGE index range of the page counted from the right
-    /// end of a list (the next task to run is rightmost), or `None` when it
-    /// lies beyond any possible end. The elements come back newest first and
-    /// must be reversed.
-    fn list_range(&self) -> Option<(i64, i64)> {
-        let (start, stop) = self.zset_range()?;
-        Some((stop.checked_neg()?.checked_sub(1)?, -start - 1))
-    }
-}
 
 /// One row of a task listing.
 // Nearly every row is a `Task`; boxing it would cost an allocation per row.
@@ -200,6 +133,8 @@ impl Inspector {
         page: Page,
     ) -> Result<Vec<TaskRow>> {
         validate_queue(queue)?;
+        // A bad page is reported before a bad state (the broker checks it
+        // again where it computes the ranges).
         page.validate()?;
         if state == TaskState::Aggregating {
             return Err(Error::InvalidArgument(
@@ -222,12 +157,12 @@ impl Inspector {
         page: Page,
     ) -> Result<Vec<TaskRow>> {
         validate_queue(queue)?;
-        page.validate()?;
         self.list_container(queue, TaskState::Aggregating, Some(group), page)
             .await
     }
 
-    /// One page of the container of `state`, or of `group` when given.
+    /// One page of the container of `state`, or of `group` when given (the
+    /// broker decides the ranges and the order).
     async fn list_container(
         &self,
         queue: &str,
@@ -235,27 +170,10 @@ impl Inspector {
         group: Option<&str>,
         page: Page,
     ) -> Result<Vec<TaskRow>> {
-        let is_list = matches!(state, TaskState::Pending | TaskState::Active);
-        let range = if is_list {
-            page.list_range()
-        } else {
-            page.zset_range()
-        };
-        let Some((start, stop)) = range else {
-            // Too far out for any Redis container; still report a missing queue.
-            return self
-                .broker
-                .list_task_page(queue, state, group, 1, 0)
-                .await
-                .map(|_| Vec::new());
-        };
-        let mut tasks = self
+        let tasks = self
             .broker
-            .list_task_page(queue, state, group, start, stop)
+            .list_task_page(queue, state, group, page)
             .await?;
-        if is_list {
-            tasks.reverse();
-        }
         let now = self.broker.now();
         Ok(tasks
             .into_iter()
@@ -463,39 +381,5 @@ impl Inspector {
             result,
             false,
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Go's pagination arithmetic (wire spec §9.1): zset ranks
-    /// `[s·p, s·p + s − 1]`, list indexes from the right end.
-    #[test]
-    fn page_ranges() {
-        let p = Page::new(1, 2).unwrap();
-        assert_eq!(p.zset_range(), Some((0, 1)));
-        assert_eq!(p.list_range(), Some((-2, -1)));
-        let p = Page::new(3, 10).unwrap();
-        assert_eq!(p.zset_range(), Some((20, 29)));
-        assert_eq!(p.list_range(), Some((-30, -21)));
-        assert_eq!(
-            Page::new(usize::MAX, usize::MAX).unwrap().zset_range(),
-            None
-        );
-        assert_eq!(
-            Page::default(),
-            Page {
-                number: 1,
-                size: 30
-            }
-        );
-    }
-
-    #[test]
-    fn zero_page_is_invalid() {
-        assert!(matches!(Page::new(0, 10), Err(Error::InvalidArgument(_))));
-        assert!(matches!(Page::new(1, 0), Err(Error::InvalidArgument(_))));
     }
 }

@@ -1,4 +1,7 @@
-//! Handles shared by every request, and the queue-statistics cache.
+//! Handles shared by every request ([`AppState`]), and the
+//! queue-statistics cache ([`StatsCache`]: when a snapshot is read, shared
+//! and refreshed; reading one and the snapshot types are the inspector's,
+//! `src/inspector/snapshot.rs`, re-exported here).
 //!
 //! # The statistics snapshot
 //! The queues page, the queue pages' banners, `/api/queues` and `/metrics`
@@ -11,7 +14,8 @@
 //!   viewers polling at that interval cost Redis the same: at most one
 //!   computation per slot.
 //! - **Cheap to compute.** A snapshot is one Redis transaction per 100
-//!   queues ([`Inspector::queues_stats_with`]): every queue's counts, and
+//!   queues ([`Inspector::stats_snapshot`], through
+//!   [`Inspector::queues_stats_with`]): every queue's counts, and
 //!   every [`GROWTH_REFRESH`] the few outage-series samples its retry-growth
 //!   figures need (in between, the growth figures are recomputed from the
 //!   samples last read; the sampler adds one per poll interval, and reading
@@ -60,7 +64,8 @@ use chrono::{DateTime, Utc};
 
 use super::WebConfig;
 use crate::Inspector;
-use crate::inspector::{QueueInfo, QueueSample, StatsHints, retry_growth};
+use crate::inspector::{GrowthSamples, StatsHints};
+pub use crate::inspector::{MemoryEstimate, QueueRow, Snapshot};
 
 /// Least time between two memory estimates of one queue: five minutes (or
 /// the poll interval, when longer). A memory run costs Redis about five
@@ -99,45 +104,6 @@ impl AppState {
             stats: Arc::new(StatsCache::new(interval)),
         }
     }
-}
-
-/// A queue's memory estimate as the cache last computed it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemoryEstimate {
-    /// Estimated bytes ([`Inspector::queue_memory_usage`]), or why the
-    /// estimate failed (e.g. `MEMORY USAGE` refused by a managed Redis).
-    pub bytes: Result<i64, String>,
-    /// When it was computed (UTC, the inspector's clock).
-    pub at: DateTime<Utc>,
-}
-
-/// One queue's row in a snapshot: its statistics, or why they could not be read.
-#[derive(Clone, Debug)]
-pub struct QueueRow {
-    /// Queue name.
-    pub name: String,
-    /// Statistics, or the error text (the row then shows "n/a"). Their
-    /// `memory_usage` is the last estimate's bytes ([`QueueRow::memory`]),
-    /// 0 while there is none or it failed.
-    pub info: Result<QueueInfo, String>,
-    /// The queue's last memory estimate: `None` until the first one is
-    /// computed in the background (shortly after the queue first appears).
-    pub memory: Option<MemoryEstimate>,
-    /// Retry growth from the outage sampler's series, as of the samples
-    /// read at most [`GROWTH_REFRESH`] ago (`None` until two samples exist,
-    /// when the series cannot be read, or for a queue that appeared since).
-    pub growth: Option<crate::inspector::RetryGrowth>,
-}
-
-/// Statistics of every queue at one moment.
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    /// When it was taken (UTC).
-    pub taken_at: DateTime<Utc>,
-    /// One row per queue, sorted by name.
-    pub queues: Vec<QueueRow>,
-    /// Set when the queue list itself could not be read (Redis down).
-    pub error: Option<String>,
 }
 
 /// The shared, per-poll-slot cache of [`Snapshot`] (see the module docs for
@@ -190,7 +156,7 @@ struct State {
     memory: HashMap<String, (MemoryEstimate, Instant)>,
     /// The growth samples last read per queue (queues whose series could
     /// not be read are absent), and when they were read.
-    samples: HashMap<String, Vec<QueueSample>>,
+    samples: GrowthSamples,
     samples_read: Option<Instant>,
     /// What the last computation learned (queue list, keys present), so
     /// the next one costs Redis less; kept across invalidations (it never
@@ -215,29 +181,6 @@ fn usable(
     match snap.error {
         None => slot >= now || slot + 1 == now,
         Some(_) => slot >= now && failed_at.is_some_and(|t| t >= view_start),
-    }
-}
-
-/// Computes each row's growth figures from the samples last read, as of
-/// the snapshot's time.
-fn attach_growth(snap: &mut Snapshot, samples: &HashMap<String, Vec<QueueSample>>) {
-    for row in &mut snap.queues {
-        row.growth = samples
-            .get(&row.name)
-            .and_then(|s| retry_growth(s, snap.taken_at));
-    }
-}
-
-/// Copies the known memory estimates into the rows of `snap`.
-fn attach_memory(snap: &mut Snapshot, memory: &HashMap<String, (MemoryEstimate, Instant)>) {
-    for row in &mut snap.queues {
-        row.memory = memory.get(&row.name).map(|(m, _)| m.clone());
-        if let Ok(info) = &mut row.info {
-            info.memory_usage = match &row.memory {
-                Some(MemoryEstimate { bytes: Ok(b), .. }) => *b,
-                _ => 0,
-            };
-        }
     }
 }
 
@@ -420,7 +363,7 @@ impl Shared {
                 .is_none_or(|at| at.elapsed() >= self.growth_period);
             (due, std::mem::take(&mut st.hints))
         };
-        let (mut snap, samples) = compute(inspector, with_samples, &mut hints).await;
+        let (mut snap, samples) = inspector.stats_snapshot(with_samples, &mut hints).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
         let slot = self.slot_of(inspector.now());
         let mut st = self.lock();
@@ -429,8 +372,8 @@ impl Shared {
             st.samples = samples;
             st.samples_read = Some(Instant::now());
         }
-        attach_growth(&mut snap, &st.samples);
-        attach_memory(&mut snap, &st.memory);
+        snap.attach_growth(&st.samples);
+        snap.attach_memory(|q| st.memory.get(q).map(|(m, _)| m));
         let snap = Arc::new(snap);
         if st.generation == generation {
             st.snapshot = Some((slot, snap.clone()));
@@ -488,13 +431,12 @@ impl Shared {
             Ok(estimates) => {
                 let done = Instant::now();
                 for (queue, bytes) in estimates {
-                    let bytes = bytes.map_err(|e| e.to_string());
                     st.memory
-                        .insert(queue, (MemoryEstimate { bytes, at }, done));
+                        .insert(queue, (MemoryEstimate::of(bytes, at), done));
                 }
                 if let Some((slot, snap)) = &st.snapshot {
                     let mut patched = Snapshot::clone(snap);
-                    attach_memory(&mut patched, &st.memory);
+                    patched.attach_memory(|q| st.memory.get(q).map(|(m, _)| m));
                     st.snapshot = Some((*slot, Arc::new(patched)));
                 }
             }
@@ -508,28 +450,13 @@ impl Shared {
     /// A snapshot with growth samples and memory read inline (poll
     /// interval zero).
     async fn compute_uncached(&self, inspector: &Inspector) -> Snapshot {
-        let (mut snap, samples) = compute(inspector, true, &mut StatsHints::default()).await;
+        let (mut snap, samples) = inspector
+            .stats_snapshot(true, &mut StatsHints::default())
+            .await;
         self.computed.fetch_add(1, Ordering::Relaxed);
-        attach_growth(&mut snap, &samples.unwrap_or_default());
-        let names: Vec<String> = snap.queues.iter().map(|r| r.name.clone()).collect();
-        let at = inspector.now();
-        let estimates = match inspector.queues_memory_usage(&names).await {
-            Ok(estimates) => estimates,
-            Err(e) => names
-                .into_iter()
-                .map(|q| (q, Err(crate::Error::Internal(e.to_string()))))
-                .collect(),
-        };
-        self.estimated
-            .fetch_add(estimates.len() as u64, Ordering::Relaxed);
-        let memory = estimates
-            .into_iter()
-            .map(|(queue, bytes)| {
-                let bytes = bytes.map_err(|e| e.to_string());
-                (queue, (MemoryEstimate { bytes, at }, Instant::now()))
-            })
-            .collect();
-        attach_memory(&mut snap, &memory);
+        snap.attach_growth(&samples.unwrap_or_default());
+        let estimated = inspector.attach_memory_now(&mut snap).await;
+        self.estimated.fetch_add(estimated, Ordering::Relaxed);
         snap
     }
 }
@@ -561,85 +488,4 @@ async fn refresher(shared: Weak<Shared>, inspector: Inspector) {
         }
         s.refresh(&inspector).await;
     }
-}
-
-/// Reads the queue list and every queue's statistics (no memory estimate,
-/// no growth), and with `with_samples` every queue's growth samples (queues
-/// whose series could not be read left out). With the queue list of
-/// `hints` (the last computation's), reads those queues and `asynq:queues`
-/// in one transaction, and reads again only when the list changed; without
-/// it, reads the list first.
-async fn compute(
-    inspector: &Inspector,
-    with_samples: bool,
-    hints: &mut StatsHints,
-) -> (Snapshot, Option<HashMap<String, Vec<QueueSample>>>) {
-    let taken_at = Utc::now();
-    let failed = |e: crate::Error| {
-        (
-            Snapshot {
-                taken_at,
-                queues: Vec::new(),
-                error: Some(e.to_string()),
-            },
-            None,
-        )
-    };
-    // An empty list is read again: with no queue to read, no transaction
-    // would read `asynq:queues` and see the first queue appear.
-    let names = match hints.members().filter(|m| !m.is_empty()) {
-        Some(names) => names.to_vec(),
-        None => match inspector.queues().await {
-            Ok(n) => n,
-            Err(e) => return failed(e),
-        },
-    };
-    let mut rows = match inspector
-        .queues_stats_with(&names, with_samples, hints)
-        .await
-    {
-        Ok(rows) => rows,
-        Err(e) => {
-            hints.reset();
-            return failed(e);
-        }
-    };
-    if let Some(members) = hints.members().filter(|m| *m != names.as_slice()) {
-        // Queues came or went since the list was read: read the new list
-        // (its rows are those of one transaction again).
-        let names = members.to_vec();
-        rows = match inspector
-            .queues_stats_with(&names, with_samples, hints)
-            .await
-        {
-            Ok(rows) => rows,
-            Err(e) => {
-                hints.reset();
-                return failed(e);
-            }
-        };
-    }
-    let mut samples = with_samples.then(HashMap::new);
-    let queues = rows
-        .into_iter()
-        .map(|row| {
-            if let (Some(all), Some(Ok(s))) = (samples.as_mut(), row.samples) {
-                all.insert(row.queue.clone(), s);
-            }
-            QueueRow {
-                name: row.queue,
-                info: row.info.map_err(|e| e.to_string()),
-                memory: None,
-                growth: None,
-            }
-        })
-        .collect();
-    (
-        Snapshot {
-            taken_at,
-            queues,
-            error: None,
-        },
-        samples,
-    )
 }

@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use redis::Value;
 
-use super::{KeyKinds, counter_of, int_of, parse_queue, parse_samples_part, parse_stats, resp2};
+use super::KeyKinds;
+use super::reply::{counter_of, int_of, parse_queue, parse_samples_part, parse_stats, resp2};
 use crate::broker::samples::parse_sample;
 use crate::broker::test_values::{any_value, any_values};
 
