@@ -15,12 +15,13 @@ use std::time::Duration;
 use asynqdeck::broker::Broker;
 use asynqdeck::cli::{Cli, Command, parse_duration};
 use asynqdeck::server::{Maintenance, MaintenanceConfig};
-use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
+use asynqdeck::{Inspector, TaskState};
 use clap::Parser;
 use redis::AsyncCommands;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::support::{self, TestDb};
+use crate::support::{self};
+use crate::support::{http, seed};
 
 const BIN: &str = env!("CARGO_BIN_EXE_asynqdeck");
 
@@ -445,67 +446,13 @@ impl Serve {
         status.code()
     }
 
-    async fn get(&self, path: &str) -> (u16, String) {
-        http_get(&self.base, path).await
-    }
-}
-
-/// A plain HTTP/1.0 GET (the server then answers without chunking and
-/// closes): status and body.
-async fn http_get(base: &str, path: &str) -> (u16, String) {
-    let addr = base.trim_start_matches("http://");
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw))
-        .await
-        .expect("response in time")
-        .unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad response: {head}"));
-    (status, body.to_string())
-}
-
-/// Enqueues `pending` tasks and one task ("due") that failed and waits in
-/// retry with a score one second in the past, so the next forwarder tick
-/// moves it to pending.
-async fn seed(db: &TestDb, queue: &str, pending: usize) {
-    let client = Client::connect(&db.url()).await.unwrap();
-    let broker = Broker::connect(&db.url()).await.unwrap();
-    client
-        .enqueue(
-            &Task::new("job", b"{}".to_vec()),
-            EnqueueOptions::new().queue(queue).task_id("due"),
-        )
-        .await
-        .unwrap();
-    let now = chrono::Utc::now();
-    let leased = broker
-        .dequeue(queue, 1, now + chrono::Duration::seconds(30))
-        .await
-        .unwrap();
-    assert_eq!(leased.len(), 1);
-    let task = leased.into_iter().next().unwrap().unwrap();
-    assert_eq!(task.msg.id, "due");
-    broker
-        .retry(&task, now - chrono::Duration::seconds(1), "boom", true)
-        .await
-        .unwrap();
-    for i in 0..pending {
-        client
-            .enqueue(
-                &Task::new("job", b"{}".to_vec()),
-                EnqueueOptions::new().queue(queue).task_id(format!("p{i}")),
-            )
+    /// A plain HTTP/1.0 GET (the server then answers without chunking
+    /// and closes): status and body.
+    async fn get(&self, path: &str) -> (axum::http::StatusCode, String) {
+        let addr = self.base.trim_start_matches("http://");
+        http::request(addr, "GET", path, &[("Host", addr)], "")
             .await
-            .unwrap();
+            .parts()
     }
 }
 
@@ -528,7 +475,7 @@ fn metric_line(metrics: &str, line: &str) -> bool {
 async fn serve_end_to_end_with_engine() {
     let db = support::redis();
     let queue = "cli-e2e";
-    seed(&db, queue, 3).await;
+    seed::due_and_pending(&db, queue, 3).await;
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     assert_eq!(state_of(&inspector, queue, "due").await, TaskState::Retry);
 
@@ -641,7 +588,7 @@ async fn serve_end_to_end_with_engine() {
 async fn no_engine_moves_nothing() {
     let db = support::redis();
     let queue = "cli-no-engine";
-    seed(&db, queue, 0).await;
+    seed::due_and_pending(&db, queue, 0).await;
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     let serve = Serve::start(&[
         "--redis-url",
@@ -666,7 +613,7 @@ async fn no_engine_moves_nothing() {
 async fn engine_forwards_with_short_interval() {
     let db = support::redis();
     let queue = "cli-fast";
-    seed(&db, queue, 0).await;
+    seed::due_and_pending(&db, queue, 0).await;
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     let serve = Serve::start(&["--redis-url", &db.url(), "--forwarder-interval", "1s"]).await;
     let moved = support::eventually(Duration::from_secs(3), || async {
@@ -818,7 +765,7 @@ async fn tls_with_ca_file() {
 #[tokio::test]
 async fn maintenance_picks_up_new_queues() {
     let db = support::redis();
-    seed(&db, "early", 0).await;
+    seed::due_and_pending(&db, "early", 0).await;
     let broker = Broker::connect(&db.url()).await.unwrap();
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     let config = MaintenanceConfig {
@@ -841,7 +788,7 @@ async fn maintenance_picks_up_new_queues() {
             .await
             .is_some()
     );
-    seed(&db, "late", 0).await;
+    seed::due_and_pending(&db, "late", 0).await;
     assert!(
         support::eventually(Duration::from_secs(3), || pending("late"))
             .await

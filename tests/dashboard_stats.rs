@@ -9,30 +9,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use asynqdeck::broker::proto::TaskMessage;
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{QueueInfo, QueueSample, StatsHints, retry_growth};
 use asynqdeck::web::{AppState, MemoryEstimate, StatsCache, WebConfig};
 use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task};
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use chrono::{DateTime, Utc};
+use chrono::DateTime;
 use http_body_util::BodyExt;
-use prost::Message;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 use tower::ServiceExt;
 
+use crate::support::clock::{broker_at, now};
+use crate::support::http;
+use crate::support::seed;
 use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z.
-fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
 
 struct World {
     client: Client,
@@ -44,47 +37,13 @@ struct World {
 /// A client and an inspector sharing one simulated clock set to [`now`].
 async fn setup(db: &TestDb) -> World {
     let clock = SimulatedClock::new(now());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
+    let broker = broker_at(db, &clock).await;
     World {
         client: Client::from_broker(broker.clone()),
         inspector: Inspector::from_broker(broker),
         clock,
         conn: db.raw().await,
     }
-}
-
-/// Writes a task hash and puts its id in the zset of `state` (retry,
-/// archived or completed; score = now) or the active list.
-async fn seed(conn: &mut MultiplexedConnection, q: &str, id: &str, state: &str) {
-    let msg = TaskMessage {
-        r#type: "seeded".into(),
-        payload: format!("payload of {id}").into_bytes(),
-        id: id.into(),
-        queue: q.into(),
-        retry: 25,
-        timeout: 1800,
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let _: () = conn
-        .hset_multiple(
-            keys::task_key(q, id),
-            &[("msg", msg), ("state", state.as_bytes().to_vec())],
-        )
-        .await
-        .unwrap();
-    let score = now().timestamp();
-    let _: () = match state {
-        "active" => conn.lpush(keys::active_key(q), id).await.unwrap(),
-        "retry" => conn.zadd(keys::retry_key(q), id, score).await.unwrap(),
-        "archived" => conn.zadd(keys::archived_key(q), id, score).await.unwrap(),
-        "completed" => conn.zadd(keys::completed_key(q), id, score).await.unwrap(),
-        other => panic!("seed: unsupported state {other}"),
-    };
-    let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
 }
 
 async fn enqueue(w: &World, q: &str, opts: EnqueueOptions) {
@@ -112,12 +71,12 @@ async fn seed_queues(w: &mut World) {
     for g in ["g1", "g1", "g2"] {
         enqueue(w, q, EnqueueOptions::new().group(g)).await;
     }
-    seed(&mut w.conn, q, "a1", "active").await;
+    seed::seeded_unleased(&mut w.conn, q, "a1", "active").await;
     for i in 0..3 {
-        seed(&mut w.conn, q, &format!("r{i}"), "retry").await;
+        seed::seeded_unleased(&mut w.conn, q, &format!("r{i}"), "retry").await;
     }
-    seed(&mut w.conn, q, "x1", "archived").await;
-    seed(&mut w.conn, q, "c1", "completed").await;
+    seed::seeded_unleased(&mut w.conn, q, "x1", "archived").await;
+    seed::seeded_unleased(&mut w.conn, q, "c1", "completed").await;
     let today = now().date_naive();
     let _: () = w.conn.set(keys::processed_key(q, today), 7).await.unwrap();
     let _: () = w.conn.set(keys::failed_key(q, today), 2).await.unwrap();
@@ -129,7 +88,7 @@ async fn seed_queues(w: &mut World) {
         enqueue(w, "plain", EnqueueOptions::new()).await;
     }
     for i in 0..2 {
-        seed(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
+        seed::seeded_unleased(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
     }
     enqueue(w, "grouped", EnqueueOptions::new().group("only")).await;
 }
@@ -226,7 +185,7 @@ async fn queues_memory_usage_equals_per_queue_estimates() {
     for i in 0..12 {
         for j in 0..(i % 4) {
             enqueue(&w, &format!("extra-{i:02}"), EnqueueOptions::new()).await;
-            seed(
+            seed::seeded_unleased(
                 &mut w.conn,
                 &format!("extra-{i:02}"),
                 &format!("r{j}"),
@@ -275,7 +234,7 @@ async fn queues_stats_reads_any_number_of_queues() {
     let names: Vec<String> = (0..130).map(|i| format!("q{i:03}")).collect();
     for (i, q) in names.iter().enumerate() {
         for j in 0..(i % 3) {
-            seed(&mut w.conn, q, &format!("r{j}"), "retry").await;
+            seed::seeded_unleased(&mut w.conn, q, &format!("r{j}"), "retry").await;
         }
         let _: () = w.conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     }
@@ -424,16 +383,16 @@ async fn hints_never_change_the_numbers() {
     // `plain` (pending only) gets every other kind; `retrying` loses its
     // retry set; `typed` gets an active "list" that is a string.
     let q = "plain";
-    seed(&mut w.conn, q, "a1", "active").await;
+    seed::seeded_unleased(&mut w.conn, q, "a1", "active").await;
     enqueue(
         &w,
         q,
         EnqueueOptions::new().process_in(Duration::from_secs(60)),
     )
     .await;
-    seed(&mut w.conn, q, "r1", "retry").await;
-    seed(&mut w.conn, q, "x1", "archived").await;
-    seed(&mut w.conn, q, "c1", "completed").await;
+    seed::seeded_unleased(&mut w.conn, q, "r1", "retry").await;
+    seed::seeded_unleased(&mut w.conn, q, "x1", "archived").await;
+    seed::seeded_unleased(&mut w.conn, q, "c1", "completed").await;
     enqueue(&w, q, EnqueueOptions::new().group("g")).await;
     let _: () = w.conn.del(keys::retry_key("retrying")).await.unwrap();
     let _: () = w
@@ -588,7 +547,7 @@ async fn growth_from_the_reduced_read_equals_the_full_read() {
     ];
     let mut names = Vec::new();
     for (q, samples) in &series {
-        seed(&mut w.conn, q, "r0", "retry").await;
+        seed::seeded_unleased(&mut w.conn, q, "r0", "retry").await;
         write_series(&mut w.conn, q, samples).await;
         names.push(q.to_string());
     }
@@ -658,17 +617,6 @@ async fn growth_from_the_reduced_read_equals_the_full_read() {
     assert_eq!((g.last_1h.from, g.last_1h.to), (4, 91));
 }
 
-async fn get(app: &Router, path: &str) -> (StatusCode, String) {
-    let res = app
-        .clone()
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = res.status();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
-}
-
 /// Pending count of `q` in a snapshot.
 fn pending(snap: &asynqdeck::web::Snapshot, q: &str) -> i64 {
     snap.queues
@@ -707,12 +655,12 @@ async fn memory_estimate_arrives_in_the_background() {
             .iter()
             .all(|r| r.info.as_ref().unwrap().memory_usage == 0)
     );
-    let (_, html) = get(&app, "/").await;
+    let (_, html) = http::get(&app, "/").await.parts();
     assert!(
         html.contains(r#"<td class="num" title="Being estimated in the background; shown at the next refresh">…</td>"#),
         "{html}"
     );
-    let (_, metrics) = get(&app, "/metrics").await;
+    let (_, metrics) = http::get(&app, "/metrics").await.parts();
     assert!(
         !metrics.contains("asynq_queue_memory_usage_approx_bytes{"),
         "{metrics}"
@@ -742,17 +690,17 @@ async fn memory_estimate_arrives_in_the_background() {
         assert_eq!(row.info.as_ref().unwrap().memory_usage, expected);
     }
     let plain = w.inspector.queue_memory_usage("plain").await.unwrap();
-    let (_, html) = get(&app, "/").await;
+    let (_, html) = http::get(&app, "/").await.parts();
     let cell = format!(
         r#"<td class="num" title="Estimated by sampling at 2026-03-10 12:00:00 UTC; refreshed at most every 5 minutes">{}</td>"#,
         asynqdeck::web::format::bytes(plain)
     );
     assert!(html.contains(&cell), "{cell} in {html}");
-    let (_, json) = get(&app, "/api/queues").await;
+    let (_, json) = http::get(&app, "/api/queues").await.parts();
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["queues"][2]["queue"], "plain");
     assert_eq!(json["queues"][2]["memory_usage_bytes"], plain);
-    let (_, metrics) = get(&app, "/metrics").await;
+    let (_, metrics) = http::get(&app, "/metrics").await.parts();
     assert!(
         metrics.contains(&format!(
             "asynq_queue_memory_usage_approx_bytes{{queue=\"plain\"}} {plain}"
@@ -862,7 +810,7 @@ async fn invalidate_gives_fresh_numbers() {
     // The queues page's pause action answers with the refreshed row.
     let state = AppState::new(w.inspector.clone(), WebConfig::default());
     let app = asynqdeck::web::router(state.clone());
-    let (_, html) = get(&app, "/").await;
+    let (_, html) = http::get(&app, "/").await.parts();
     assert!(
         html.contains(r#"<span class="badge run">run</span>"#),
         "{html}"
@@ -933,7 +881,7 @@ async fn refused_memory_usage_is_na_in_its_cell() {
         err.contains("The user executing the script can't run this command"),
         "{err}"
     );
-    let (status, html) = get(&app, "/").await;
+    let (status, html) = http::get(&app, "/").await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(
         html.contains(&format!(
@@ -1026,7 +974,7 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
         enqueue(&w, "plain", EnqueueOptions::new()).await;
     }
     for i in 0..2 {
-        seed(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
+        seed::seeded_unleased(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
     }
     enqueue(&w, "held", EnqueueOptions::new()).await;
     w.inspector.pause_queue("held").await.unwrap();
@@ -1146,7 +1094,9 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
         (
             "a retry task",
             Box::new(|mut c| {
-                Box::pin(async move { seed(&mut c, "retrying", "r9", "retry").await })
+                Box::pin(
+                    async move { seed::seeded_unleased(&mut c, "retrying", "r9", "retry").await },
+                )
             }),
         ),
         (
@@ -1167,7 +1117,9 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
         ),
         (
             "an active task where none was",
-            Box::new(|mut c| Box::pin(async move { seed(&mut c, "held", "a1", "active").await })),
+            Box::new(|mut c| {
+                Box::pin(async move { seed::seeded_unleased(&mut c, "held", "a1", "active").await })
+            }),
         ),
         (
             "the next task taken",

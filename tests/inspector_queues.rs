@@ -2,86 +2,29 @@
 //! `queue_info` numbers, daily history, groups, pause/unpause and queue
 //! deletion (wire spec §6.4, §9.5–9.8, §14.5, §14.10, §14.11).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use asynqdeck::broker::proto::TaskMessage;
-use asynqdeck::broker::{Broker, keys};
+use asynqdeck::broker::keys;
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{DailyStats, GroupInfo};
 use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task};
-use chrono::{DateTime, Utc};
-use prost::Message;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 
+use crate::support::clock::{broker_at, now};
+use crate::support::seed;
 use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z.
-fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
 
 /// A client and an inspector sharing one simulated clock set to [`now`].
 async fn setup(db: &TestDb) -> (Client, Inspector, SimulatedClock, MultiplexedConnection) {
     let clock = SimulatedClock::new(now());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
+    let broker = broker_at(db, &clock).await;
     (
         Client::from_broker(broker.clone()),
         Inspector::from_broker(broker),
         clock,
         db.raw().await,
     )
-}
-
-/// Writes a task hash (`msg`, `state`) and puts the id in the container of
-/// `state` as a Go server would: active → `active` list + lease; retry,
-/// archived, completed → their zset (score = now); pending → `pending` list
-/// without `pending_since`. Registers the queue.
-async fn seed(conn: &mut MultiplexedConnection, q: &str, id: &str, state: &str) {
-    let msg = TaskMessage {
-        r#type: "seeded".into(),
-        payload: format!("payload of {id}").into_bytes(),
-        id: id.into(),
-        queue: q.into(),
-        retry: 25,
-        timeout: 1800,
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let _: () = conn
-        .hset_multiple(
-            keys::task_key(q, id),
-            &[("msg", msg), ("state", state.as_bytes().to_vec())],
-        )
-        .await
-        .unwrap();
-    let score = now().timestamp();
-    match state {
-        "pending" => {
-            let _: () = conn.lpush(keys::pending_key(q), id).await.unwrap();
-        }
-        "active" => {
-            let _: () = conn.lpush(keys::active_key(q), id).await.unwrap();
-            let _: () = conn.zadd(keys::lease_key(q), id, score + 30).await.unwrap();
-        }
-        "retry" => {
-            let _: () = conn.zadd(keys::retry_key(q), id, score).await.unwrap();
-        }
-        "archived" => {
-            let _: () = conn.zadd(keys::archived_key(q), id, score).await.unwrap();
-        }
-        "completed" => {
-            let _: () = conn.zadd(keys::completed_key(q), id, score).await.unwrap();
-        }
-        other => panic!("seed: unsupported state {other}"),
-    }
-    let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
 }
 
 /// Every key of the queue, sorted.
@@ -130,15 +73,15 @@ async fn queue_info_counts_every_state_as_go() {
             .await
             .unwrap();
     }
-    seed(&mut conn, q, "active-1", "active").await;
+    seed::seeded(&mut conn, q, "active-1", "active").await;
     for i in 0..4 {
-        seed(&mut conn, q, &format!("retry-{i}"), "retry").await;
+        seed::seeded(&mut conn, q, &format!("retry-{i}"), "retry").await;
     }
     for i in 0..5 {
-        seed(&mut conn, q, &format!("archived-{i}"), "archived").await;
+        seed::seeded(&mut conn, q, &format!("archived-{i}"), "archived").await;
     }
     for i in 0..6 {
-        seed(&mut conn, q, &format!("completed-{i}"), "completed").await;
+        seed::seeded(&mut conn, q, &format!("completed-{i}"), "completed").await;
     }
     let today = now().date_naive();
     let yesterday = today.pred_opt().unwrap();
@@ -188,7 +131,7 @@ async fn queue_info_counts_every_state_as_go() {
 async fn queue_info_latency_zero_without_pending_since() {
     let db = support::redis();
     let (_client, inspector, _clock, mut conn) = setup(&db).await;
-    seed(&mut conn, "q", "r1", "retry").await;
+    seed::seeded(&mut conn, "q", "r1", "retry").await;
     let info = inspector.queue_info("q").await.unwrap();
     assert_eq!(info.latency, Duration::ZERO);
     assert_eq!(
@@ -202,7 +145,7 @@ async fn queue_info_latency_zero_without_pending_since() {
     );
     assert_eq!((info.size, info.groups, info.paused), (1, 0, false));
 
-    seed(&mut conn, "q", "p1", "pending").await;
+    seed::seeded(&mut conn, "q", "p1", "pending").await;
     let info = inspector.queue_info("q").await.unwrap();
     assert_eq!(info.pending, 1);
     assert_eq!(info.latency, Duration::ZERO);
@@ -295,7 +238,7 @@ async fn memory_usage_is_the_sampled_estimate() {
             .unwrap();
     }
     for i in 0..3 {
-        seed(&mut conn, q, &format!("done-{i}"), "completed").await;
+        seed::seeded(&mut conn, q, &format!("done-{i}"), "completed").await;
     }
     client
         .enqueue(
@@ -333,7 +276,7 @@ async fn queue_info_errors() {
         inspector.queue_info(" ").await,
         Err(Error::InvalidQueueName)
     ));
-    seed(&mut conn, "q", "r1", "retry").await;
+    seed::seeded(&mut conn, "q", "r1", "retry").await;
     let _: () = conn.set(keys::failed_total_key("q"), "lots").await.unwrap();
     match inspector.queue_info("q").await {
         Err(Error::Corrupt { key, .. }) => assert_eq!(key, "asynq:{q}:failed"),
@@ -525,7 +468,7 @@ async fn delete_queue_refuses_non_empty_queue() {
     let db = support::redis();
     let (client, inspector, _clock, mut conn) = setup(&db).await;
     for state in ["pending", "active", "retry", "archived", "completed"] {
-        seed(&mut conn, state, "t1", state).await;
+        seed::seeded(&mut conn, state, "t1", state).await;
     }
     client
         .enqueue(
@@ -604,8 +547,8 @@ async fn delete_empty_queue_without_force() {
 async fn force_delete_refuses_active_tasks() {
     let db = support::redis();
     let (_client, inspector, _clock, mut conn) = setup(&db).await;
-    seed(&mut conn, "busy", "a1", "active").await;
-    seed(&mut conn, "busy", "p1", "pending").await;
+    seed::seeded(&mut conn, "busy", "a1", "active").await;
+    seed::seeded(&mut conn, "busy", "p1", "pending").await;
     let before = queue_keys(&mut conn, "busy").await;
     match inspector.delete_queue("busy", true).await {
         Err(Error::FailedPrecondition(text)) => {
@@ -628,14 +571,14 @@ async fn force_delete_removes_every_task_key() {
     let (client, inspector, _clock, mut conn) = setup(&db).await;
     let q = "doomed";
     for i in 0..250 {
-        seed(&mut conn, q, &format!("p{i}"), "pending").await;
+        seed::seeded(&mut conn, q, &format!("p{i}"), "pending").await;
     }
     for i in 0..150 {
-        seed(&mut conn, q, &format!("a{i}"), "archived").await;
+        seed::seeded(&mut conn, q, &format!("a{i}"), "archived").await;
     }
     for i in 0..3 {
-        seed(&mut conn, q, &format!("r{i}"), "retry").await;
-        seed(&mut conn, q, &format!("c{i}"), "completed").await;
+        seed::seeded(&mut conn, q, &format!("r{i}"), "retry").await;
+        seed::seeded(&mut conn, q, &format!("c{i}"), "completed").await;
         client
             .enqueue(
                 &Task::new("t", b"x".to_vec()),
@@ -672,7 +615,7 @@ async fn force_delete_removes_every_task_key() {
         .await
         .unwrap();
     inspector.pause_queue(q).await.unwrap();
-    seed(&mut conn, "other", "keep", "pending").await;
+    seed::seeded(&mut conn, "other", "keep", "pending").await;
 
     inspector.delete_queue(q, true).await.unwrap();
     // Counters and the paused flag go too (issue 12 R14; Go keeps them).

@@ -21,15 +21,13 @@ use asynqdeck::inspector::{SweepBudget, SweepCount};
 use asynqdeck::web::{AppState, WebConfig};
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
 use axum::Router;
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
-use http_body_util::BodyExt;
+use axum::http::{Method, StatusCode};
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection as Conn;
 use serde_json::Value;
-use tower::ServiceExt;
 
 use crate::support::htmx::{HxRequest, continuation, field, form_body, hx_request};
+use crate::support::http::{self, Reply};
 use crate::support::{self, TestDb};
 
 struct Setup {
@@ -64,66 +62,18 @@ async fn setup(db: &TestDb) -> Setup {
     setup_with(db, WebConfig::default()).await
 }
 
-struct Answer {
-    status: StatusCode,
-    body: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}), status {}: {}", self.status, self.body))
-    }
-}
-
-/// Sends a request; `htmx` adds `HX-Request`, `token` the CSRF header.
-async fn send(app: &Router, method: Method, uri: &str, htmx: bool, token: Option<&str>) -> Answer {
-    send_body(app, method, uri, htmx, token, String::new()).await
-}
-
-/// [`send`] with a form body (`a=1&b=2`).
-async fn send_body(
-    app: &Router,
-    method: Method,
-    uri: &str,
-    htmx: bool,
-    token: Option<&str>,
-    body: String,
-) -> Answer {
-    let mut req = Request::builder().method(method).uri(uri);
-    if htmx {
-        req = req.header("HX-Request", "true");
-    }
-    if let Some(t) = token {
-        req = req
-            .header("X-CSRF-Token", t)
-            .header("content-type", "application/x-www-form-urlencoded");
-    }
-    let resp = app
-        .clone()
-        .oneshot(req.body(Body::from(body)).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    Answer {
-        status,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-    }
-}
-
 impl Setup {
-    async fn get(&self, uri: &str) -> Answer {
-        send(&self.app, Method::GET, uri, true, None).await
+    async fn get(&self, uri: &str) -> Reply {
+        http::as_page(&self.app, Method::GET, uri, true, None, "").await
     }
 
-    async fn api(&self, method: Method, uri: &str) -> Answer {
-        send(&self.app, method, uri, false, None).await
+    async fn api(&self, method: Method, uri: &str) -> Reply {
+        http::as_page(&self.app, method, uri, false, None, "").await
     }
 
     /// An HTML action: POST as htmx with the CSRF token.
-    async fn post(&self, uri: &str) -> Answer {
-        send(&self.app, Method::POST, uri, true, Some(&self.token)).await
+    async fn post(&self, uri: &str) -> Reply {
+        http::as_page(&self.app, Method::POST, uri, true, Some(&self.token), "").await
     }
 
     async fn exists(&mut self, key: &str) -> bool {
@@ -626,13 +576,13 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
     assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
 
     // Without the CSRF token, and in read-only mode: refused.
-    let refused = send_body(
+    let refused = http::as_page(
         &s.app,
         Method::POST,
         "/queues/default/left_behind/delete",
         true,
         None,
-        "cursor=0".into(),
+        "cursor=0",
     )
     .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
@@ -695,14 +645,14 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
 
 impl Setup {
     /// Sends `r` as htmx would (HX-Request, the CSRF header, the form).
-    async fn hx(&self, r: &HxRequest) -> Answer {
-        send_body(
+    async fn hx(&self, r: &HxRequest) -> Reply {
+        http::as_page(
             &self.app,
             r.method.clone(),
             &r.url,
             true,
             Some(&self.token),
-            form_body(&r.fields),
+            &form_body(&r.fields),
         )
         .await
     }
@@ -726,12 +676,13 @@ async fn r12_left_behind_page_follows_the_htmx_continuation() {
     let size = dbsize(&mut s).await;
 
     // The page (no htmx): the first slice, its continuation, a no-JS link.
-    let page = send(
+    let page = http::as_page(
         &s.app,
         Method::GET,
         &format!("{Q_URL}/left_behind"),
         false,
         None,
+        "",
     )
     .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
@@ -811,13 +762,13 @@ async fn r12_left_behind_page_follows_the_htmx_continuation() {
         "{next:?}"
     );
     assert_eq!(ro.hx(&next).await.status, StatusCode::FORBIDDEN);
-    let no_token = send_body(
+    let no_token = http::as_page(
         &s.app,
         Method::POST,
         &next.url,
         true,
         None,
-        form_body(&next.fields),
+        &form_body(&next.fields),
     )
     .await;
     assert_eq!(no_token.status, StatusCode::FORBIDDEN);

@@ -2,7 +2,6 @@
 //! Redis: the broker's heartbeat writes (wire spec §6.16–6.18) and the
 //! inspector's readers (§9.9, §9.10), with Go's key shapes (§2.1, §4.2–4.5).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use asynqdeck::broker::proto::{
@@ -18,26 +17,13 @@ use prost::Message;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 
+use crate::support::clock::{broker_at, now, ts};
 use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z (unix 1773144000).
-fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
-
-fn ts(t: DateTime<Utc>) -> Option<Timestamp> {
-    Some(Timestamp::from_utc(Some(t)))
-}
 
 /// A broker and an inspector on one simulated clock set to [`now`].
 async fn setup(db: &TestDb) -> (Broker, Inspector, SimulatedClock, MultiplexedConnection) {
     let clock = SimulatedClock::new(now());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
+    let broker = broker_at(db, &clock).await;
     (
         broker.clone(),
         Inspector::from_broker(broker),

@@ -8,7 +8,6 @@
 //! Reference: asynqmon v0.7.2 (`handler.go`, `*_handlers.go`,
 //! `conversion_helpers.go`); /work/shared/spec/asynqmon-reference.md §2a.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use asynqdeck::broker::Broker;
@@ -26,6 +25,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+use crate::support::clock::{broker_at, ts};
 use crate::support::{self, TestDb};
 
 /// The seeded world's clock at seeding: 2030-03-10T12:00:00Z.
@@ -38,10 +38,6 @@ fn t0() -> DateTime<Utc> {
 /// Reads happen 1.234 s after seeding, so latency is 1234 ms.
 fn t_read() -> DateTime<Utc> {
     t0() + chrono::Duration::milliseconds(1234)
-}
-
-fn ts(t: DateTime<Utc>) -> Option<Timestamp> {
-    Some(Timestamp::from_utc(Some(t)))
 }
 
 /// A response: status, headers, body bytes.
@@ -201,10 +197,7 @@ async fn dequeue_one(broker: &Broker, queue: &str) -> WireTask {
 async fn seed(config: WebConfig) -> World {
     let db = support::redis();
     let clock = SimulatedClock::new(t0());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
+    let broker = broker_at(&db, &clock).await;
     let client = Client::from_broker(broker.clone());
     let inspector = Inspector::from_broker(broker.clone());
     let none = EnqueueOptions::new;

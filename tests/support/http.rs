@@ -1,13 +1,26 @@
-//! Real HTTP against the `asynqdeck` binary: [`ServeBin`] runs `asynqdeck
-//! serve` as a child process, [`request`] sends one HTTP/1.0 request over a
-//! TCP connection with exactly the headers given (so a test controls `Host`
-//! and `Origin`), and [`anchors`] / [`attr_values`] read the links a page
-//! renders, entity-decoded, for the test to follow as a browser would.
+//! Requests to the dashboard and the one [`Reply`] they all answer with.
+//!
+//! In-process, through `tower::ServiceExt::oneshot` on the app's router:
+//! [`send`] (a built request), [`call`] (method, URI, headers, body),
+//! [`get`], [`page`] (a GET as a browser or as htmx), [`post_form`] (an
+//! htmx form POST with the CSRF token), [`as_page`] (any method as the
+//! pages send it) and [`api`] (a JSON-API request with
+//! no `Origin`, as curl or a script sends it).
+//!
+//! Over TCP, against the `asynqdeck` binary: [`ServeBin`] runs `asynqdeck
+//! serve` as a child process, [`request`] sends one HTTP/1.0 request with
+//! exactly the headers given (so a test controls `Host` and `Origin`), and
+//! [`anchors`] / [`attr_values`] read the links a page renders,
+//! entity-decoded, for the test to follow as a browser would.
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tower::ServiceExt;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_asynqdeck");
@@ -59,22 +72,131 @@ impl ServeBin {
     }
 }
 
-/// A response: status, headers (names lower-case) and body.
+/// A response: status, headers, the body as text (lossy UTF-8) and as bytes.
 #[derive(Debug)]
 pub struct Reply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
+    pub status: StatusCode,
+    pub headers: HeaderMap,
     pub body: String,
+    pub bytes: Vec<u8>,
 }
 
 impl Reply {
-    /// The first header named `name` (lower-case).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+    fn new(status: StatusCode, headers: HeaderMap, bytes: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+            bytes,
+        }
     }
+
+    /// The first header named `name`, when it is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The `content-type` header, `""` when there is none.
+    pub fn content_type(&self) -> &str {
+        self.header("content-type").unwrap_or("")
+    }
+
+    /// The body as JSON; panics with the status and body when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.bytes)
+            .unwrap_or_else(|e| panic!("not JSON ({e}), status {}: {}", self.status, self.body))
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        self.body.clone()
+    }
+
+    /// Status and body text, for `let (status, html) = ...`.
+    pub fn parts(self) -> (StatusCode, String) {
+        (self.status, self.body)
+    }
+}
+
+/// Sends `req` to `app` in-process and reads the whole response.
+pub async fn send(app: &Router, req: Request<Body>) -> Reply {
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap()
+        .to_vec();
+    Reply::new(status, headers, bytes)
+}
+
+/// `method uri` with exactly `headers` and `body` (empty when `None`).
+pub async fn call(
+    app: &Router,
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Reply {
+    let mut req = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = body
+        .map(|b| Body::from(b.to_string()))
+        .unwrap_or_else(Body::empty);
+    send(app, req.body(body).unwrap()).await
+}
+
+/// A plain GET (no htmx header), as a browser's first load.
+pub async fn get(app: &Router, uri: &str) -> Reply {
+    call(app, Method::GET, uri, &[], None).await
+}
+
+/// A GET, as htmx (`HX-Request: true`) when `htmx`.
+pub async fn page(app: &Router, uri: &str, htmx: bool) -> Reply {
+    let hx: &[(&str, &str)] = if htmx { &[("HX-Request", "true")] } else { &[] };
+    call(app, Method::GET, uri, hx, None).await
+}
+
+/// An htmx form POST (`HX-Request`, form content type) of `form`, with the
+/// CSRF header when `token` is given.
+pub async fn post_form(app: &Router, uri: &str, form: &str, token: Option<&str>) -> Reply {
+    let mut headers = vec![
+        ("HX-Request", "true"),
+        ("content-type", "application/x-www-form-urlencoded"),
+    ];
+    if let Some(t) = token {
+        headers.push(("X-CSRF-Token", t));
+    }
+    call(app, Method::POST, uri, &headers, Some(form)).await
+}
+
+/// `method uri` as the dashboard's pages send it: `HX-Request` when
+/// `htmx`; the CSRF header and the form content type when `token` is
+/// given; `form` as the body.
+pub async fn as_page(
+    app: &Router,
+    method: Method,
+    uri: &str,
+    htmx: bool,
+    token: Option<&str>,
+    form: &str,
+) -> Reply {
+    let mut headers = Vec::new();
+    if htmx {
+        headers.push(("HX-Request", "true"));
+    }
+    if let Some(t) = token {
+        headers.push(("X-CSRF-Token", t));
+        headers.push(("content-type", "application/x-www-form-urlencoded"));
+    }
+    call(app, method, uri, &headers, Some(form)).await
+}
+
+/// A JSON-API request with no headers (no `Origin`: as curl or a script).
+pub async fn api(app: &Router, method: Method, uri: &str, body: Option<&str>) -> Reply {
+    call(app, method, uri, &[], body).await
 }
 
 /// Sends `method path_and_query HTTP/1.0` to `addr` with exactly `headers`
@@ -102,20 +224,18 @@ pub async fn request(
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
-    let status = lines
+    let status: u16 = lines
         .next()
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("bad response to {method} {path_and_query}: {head}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_string(),
+    let mut map = HeaderMap::new();
+    for (k, v) in lines.filter_map(|l| l.split_once(':')) {
+        let name = HeaderName::from_bytes(k.trim().to_ascii_lowercase().as_bytes()).unwrap();
+        map.append(name, HeaderValue::from_str(v.trim()).unwrap());
     }
+    let status = StatusCode::from_u16(status).unwrap();
+    Reply::new(status, map, body.as_bytes().to_vec())
 }
 
 /// Decodes the character references askama writes (`&#38;`, `&#x26;`) and
