@@ -2,7 +2,8 @@
 //!
 //! In-process, through `tower::ServiceExt::oneshot` on the app's router:
 //! [`send`] (a built request), [`call`] (method, URI, headers, body),
-//! [`get`], [`page`] (a GET as a browser or as htmx), [`post_form`] (an
+//! [`get`], [`get_json`], [`post`], [`delete`], [`page`] (a GET as a
+//! browser or as htmx), [`post_form`] (an
 //! htmx form POST with the CSRF token), [`as_page`] (any method as the
 //! pages send it) and [`api`] (a JSON-API request with
 //! no `Origin`, as curl or a script sends it).
@@ -157,6 +158,24 @@ pub async fn get(app: &Router, uri: &str) -> Reply {
 pub async fn page(app: &Router, uri: &str, htmx: bool) -> Reply {
     let hx: &[(&str, &str)] = if htmx { &[("HX-Request", "true")] } else { &[] };
     call(app, Method::GET, uri, hx, None).await
+}
+
+/// A plain POST (no headers) with `body`, empty when `None`.
+pub async fn post(app: &Router, uri: &str, body: Option<&str>) -> Reply {
+    call(app, Method::POST, uri, &[], body).await
+}
+
+/// A plain DELETE.
+pub async fn delete(app: &Router, uri: &str) -> Reply {
+    call(app, Method::DELETE, uri, &[], None).await
+}
+
+/// A GET that must answer 200 with JSON; its body.
+pub async fn get_json(app: &Router, uri: &str) -> serde_json::Value {
+    let r = get(app, uri).await;
+    assert_eq!(r.status, StatusCode::OK, "GET {uri}: {}", r.text());
+    assert_eq!(r.content_type(), "application/json", "GET {uri}");
+    r.json()
 }
 
 /// An htmx form POST (`HX-Request`, form content type) of `form`, with the
