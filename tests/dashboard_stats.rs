@@ -22,29 +22,10 @@ use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 use tower::ServiceExt;
 
-use crate::support::clock::{broker_at, now};
+use crate::support::clock::{Clocked as World, clocked_on, now};
 use crate::support::http;
 use crate::support::seed;
-use crate::support::{self, TestDb};
-
-struct World {
-    client: Client,
-    inspector: Inspector,
-    clock: SimulatedClock,
-    conn: MultiplexedConnection,
-}
-
-/// A client and an inspector sharing one simulated clock set to [`now`].
-async fn setup(db: &TestDb) -> World {
-    let clock = SimulatedClock::new(now());
-    let broker = broker_at(db, &clock).await;
-    World {
-        client: Client::from_broker(broker.clone()),
-        inspector: Inspector::from_broker(broker),
-        clock,
-        conn: db.raw().await,
-    }
-}
+use crate::support::{self};
 
 async fn enqueue(w: &World, q: &str, opts: EnqueueOptions) {
     w.client
@@ -108,7 +89,7 @@ async fn info_without_memory(insp: &Inspector, q: &str) -> QueueInfo {
 #[tokio::test]
 async fn queues_stats_equals_queue_info_per_queue() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     let names = w.inspector.queues().await.unwrap();
     assert_eq!(names, ["critical", "grouped", "plain", "retrying"]);
@@ -180,7 +161,7 @@ async fn queues_stats_equals_queue_info_per_queue() {
 #[tokio::test]
 async fn queues_memory_usage_equals_per_queue_estimates() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     for i in 0..12 {
         for j in 0..(i % 4) {
@@ -230,7 +211,7 @@ async fn queues_memory_usage_equals_per_queue_estimates() {
 #[tokio::test]
 async fn queues_stats_reads_any_number_of_queues() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     let names: Vec<String> = (0..130).map(|i| format!("q{i:03}")).collect();
     for (i, q) in names.iter().enumerate() {
         for j in 0..(i % 3) {
@@ -253,7 +234,7 @@ async fn queues_stats_reads_any_number_of_queues() {
 #[tokio::test]
 async fn one_corrupt_queue_fails_only_its_row() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     enqueue(&w, "typed", EnqueueOptions::new()).await;
     let _: () = w
@@ -354,7 +335,7 @@ async fn assert_rows_exact(w: &World, rows: &[asynqdeck::inspector::QueueStatsRo
 #[tokio::test]
 async fn hints_never_change_the_numbers() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     enqueue(&w, "typed", EnqueueOptions::new()).await;
     let names = w.inspector.queues().await.unwrap();
@@ -443,7 +424,7 @@ async fn hints_never_change_the_numbers() {
 #[tokio::test]
 async fn queue_list_changes_and_script_flush_are_seen() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     for q in ["a", "b"] {
         enqueue(&w, q, EnqueueOptions::new()).await;
     }
@@ -514,7 +495,7 @@ async fn write_series(conn: &mut MultiplexedConnection, q: &str, samples: &[(i64
 #[tokio::test]
 async fn growth_from_the_reduced_read_equals_the_full_read() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     // Every 5 s for 2 h (older than the 1 h window: not read), growing.
     let long: Vec<(i64, i64, &str)> = (0..1440).map(|i| (i * 5, 2000 - i, "")).collect();
     // Irregular: gaps, and two engines sampling the same seconds.
@@ -636,7 +617,7 @@ fn pending(snap: &asynqdeck::web::Snapshot, q: &str) -> i64 {
 #[tokio::test]
 async fn memory_estimate_arrives_in_the_background() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     let state = AppState::new(
         w.inspector.clone(),
@@ -743,7 +724,7 @@ async fn memory_estimate_arrives_in_the_background() {
 #[tokio::test]
 async fn previous_slot_is_served_while_refreshing() {
     let db = support::redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     enqueue(&w, "q", EnqueueOptions::new()).await;
     let cache = StatsCache::new(Duration::from_secs(60));
 
@@ -789,7 +770,7 @@ async fn previous_slot_is_served_while_refreshing() {
 #[tokio::test]
 async fn invalidate_gives_fresh_numbers() {
     let db = support::redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     enqueue(&w, "q", EnqueueOptions::new()).await;
     let cache = StatsCache::new(Duration::from_secs(60));
     assert_eq!(pending(&*cache.get(&w.inspector).await, "q"), 1);
@@ -842,7 +823,7 @@ async fn invalidate_gives_fresh_numbers() {
 #[tokio::test]
 async fn refused_memory_usage_is_na_in_its_cell() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     let user = format!("no-memory-{}", db.db);
     let _: () = redis::cmd("ACL")
@@ -969,7 +950,7 @@ async fn tracking_clients(conn: &mut MultiplexedConnection) -> Vec<String> {
 #[tokio::test]
 async fn tracked_hints_read_only_what_changed_and_stay_exact() {
     let db = support::private_redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     for _ in 0..4 {
         enqueue(&w, "plain", EnqueueOptions::new()).await;
     }
@@ -1236,9 +1217,11 @@ async fn tracked_hints_without_tracking_read_uncached() {
         .with_clock(Arc::new(clock.clone()));
     let w = World {
         client: Client::from_broker(broker.clone()),
-        inspector: Inspector::from_broker(broker),
+        inspector: Inspector::from_broker(broker.clone()),
         clock,
         conn: db.raw().await,
+        db,
+        broker,
     };
     enqueue(&w, "plain", EnqueueOptions::new()).await;
     let names = vec!["plain".to_string()];
@@ -1263,7 +1246,7 @@ async fn tracked_hints_without_tracking_read_uncached() {
 #[tokio::test]
 async fn tracked_hints_do_not_freeze_a_queue_changing_during_reads() {
     let db = support::private_redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     enqueue(&w, "flood", EnqueueOptions::new()).await;
     let names = vec!["flood".to_string()];
     let mut hints = StatsHints::tracked();
@@ -1302,7 +1285,7 @@ async fn tracked_hints_do_not_freeze_a_queue_changing_during_reads() {
 #[tokio::test]
 async fn the_first_queue_appears_after_an_empty_list() {
     let db = support::redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     let cache = StatsCache::new(Duration::from_secs(60));
     assert!(cache.get(&w.inspector).await.queues.is_empty());
     enqueue(&w, "first", EnqueueOptions::new()).await;
@@ -1323,7 +1306,7 @@ async fn the_first_queue_appears_after_an_empty_list() {
 #[tokio::test]
 async fn tracked_hints_read_everything_again_after_five_minutes() {
     let db = support::private_redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     enqueue(&w, "q", EnqueueOptions::new()).await;
     let names = vec!["q".to_string()];
     // Database 1 holds `q` with three pending tasks; prepared first, as a

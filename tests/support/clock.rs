@@ -36,3 +36,38 @@ pub async fn broker_at(db: &TestDb, clock: &SimulatedClock) -> Broker {
         .unwrap()
         .with_clock(Arc::new(clock.clone()))
 }
+
+/// `n` seconds, as a chrono duration.
+pub fn secs(n: i64) -> chrono::Duration {
+    chrono::Duration::seconds(n)
+}
+
+/// A fresh database with a broker, a client and an inspector on one
+/// simulated clock, and a raw connection for checking keys.
+pub struct Clocked {
+    pub db: TestDb,
+    pub broker: Broker,
+    pub client: asynqdeck::Client,
+    pub inspector: asynqdeck::Inspector,
+    pub clock: SimulatedClock,
+    pub conn: redis::aio::MultiplexedConnection,
+}
+
+/// [`Clocked`] on a fresh database, its clock at `at`.
+pub async fn clocked(at: DateTime<Utc>) -> Clocked {
+    clocked_on(super::redis(), at).await
+}
+
+/// [`Clocked`] on `db`, its clock at `at`.
+pub async fn clocked_on(db: TestDb, at: DateTime<Utc>) -> Clocked {
+    let clock = SimulatedClock::new(at);
+    let broker = broker_at(&db, &clock).await;
+    Clocked {
+        client: asynqdeck::Client::from_broker(broker.clone()),
+        inspector: asynqdeck::Inspector::from_broker(broker.clone()),
+        conn: db.raw().await,
+        db,
+        broker,
+        clock,
+    }
+}
