@@ -18,10 +18,10 @@ use asynqdeck::server::{Maintenance, MaintenanceConfig};
 use asynqdeck::{Inspector, TaskState};
 use clap::Parser;
 use redis::AsyncCommands;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::support::http::ServeBin;
+use crate::support::seed;
 use crate::support::{self};
-use crate::support::{http, seed};
 
 const BIN: &str = env!("CARGO_BIN_EXE_asynqdeck");
 
@@ -390,72 +390,6 @@ fn bad_flags_exit_2() {
 
 // -------------------------------------------------------------- end to end
 
-/// A running `asynqdeck serve`, killed on drop.
-struct Serve {
-    child: tokio::process::Child,
-    /// `http://127.0.0.1:PORT` (no trailing slash).
-    base: String,
-    /// Keeps the read end of stdout open.
-    _stdout: BufReader<tokio::process::ChildStdout>,
-}
-
-impl Serve {
-    /// Starts the binary with `args` plus `--listen 127.0.0.1:0` and waits
-    /// for the line naming the URL it serves at.
-    async fn start(args: &[&str]) -> Serve {
-        let mut child = tokio::process::Command::new(BIN)
-            .arg("serve")
-            .args(args)
-            .args(["--listen", "127.0.0.1:0"])
-            .env_clear()
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn asynqdeck serve");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        tokio::time::timeout(Duration::from_secs(15), stdout.read_line(&mut line))
-            .await
-            .expect("asynqdeck serve prints its URL")
-            .unwrap();
-        assert!(line.starts_with("asynqdeck serving http://"), "{line}");
-        let url = line.split_whitespace().nth(2).unwrap();
-        let base = url.trim_end_matches('/').to_string();
-        Serve {
-            child,
-            base,
-            _stdout: stdout,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id().expect("running") as i32
-    }
-
-    /// Sends SIGTERM and returns the exit code.
-    async fn terminate(mut self) -> Option<i32> {
-        unsafe {
-            libc::kill(self.pid(), libc::SIGTERM);
-        }
-        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
-            .await
-            .expect("asynqdeck exits after SIGTERM")
-            .unwrap();
-        status.code()
-    }
-
-    /// A plain HTTP/1.0 GET (the server then answers without chunking
-    /// and closes): status and body.
-    async fn get(&self, path: &str) -> (axum::http::StatusCode, String) {
-        let addr = self.base.trim_start_matches("http://");
-        http::request(addr, "GET", path, &[("Host", addr)], "")
-            .await
-            .parts()
-    }
-}
-
 async fn state_of(inspector: &Inspector, queue: &str, id: &str) -> TaskState {
     inspector.get_task_info(queue, id).await.unwrap().state
 }
@@ -479,14 +413,25 @@ async fn serve_end_to_end_with_engine() {
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     assert_eq!(state_of(&inspector, queue, "due").await, TaskState::Retry);
 
-    let serve = Serve::start(&["--redis-url", &db.url(), "--poll-interval", "1s"]).await;
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-url",
+            &db.url(),
+            "--poll-interval",
+            "1s",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
+    .await;
     let started = std::time::Instant::now();
 
-    let (status, body) = serve.get("/").await;
+    let (status, body) = serve.get("/").await.parts();
     assert_eq!(status, 200);
     assert!(body.contains(queue), "queue name missing from /");
 
-    let (status, metrics) = serve.get("/metrics").await;
+    let (status, metrics) = serve.get("/metrics").await.parts();
     assert_eq!(status, 200);
     for line in [
         "asynq_queue_size{queue=\"cli-e2e\"} 4",
@@ -554,7 +499,7 @@ async fn serve_end_to_end_with_engine() {
         started.elapsed()
     );
     let after = support::eventually(Duration::from_secs(5), || async {
-        let (_, m) = serve.get("/metrics").await;
+        let (_, m) = serve.get("/metrics").await.parts();
         metric_line(
             &m,
             "asynq_tasks_enqueued_total{queue=\"cli-e2e\",state=\"pending\"} 4",
@@ -590,15 +535,20 @@ async fn no_engine_moves_nothing() {
     let queue = "cli-no-engine";
     seed::due_and_pending(&db, queue, 0).await;
     let inspector = Inspector::connect(&db.url()).await.unwrap();
-    let serve = Serve::start(&[
-        "--redis-url",
-        &db.url(),
-        "--no-engine",
-        "--forwarder-interval",
-        "1s",
-    ])
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-url",
+            &db.url(),
+            "--no-engine",
+            "--forwarder-interval",
+            "1s",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
     .await;
-    let (status, body) = serve.get("/").await;
+    let (status, body) = serve.get("/").await.parts();
     assert_eq!(status, 200);
     assert!(body.contains(queue));
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -615,7 +565,18 @@ async fn engine_forwards_with_short_interval() {
     let queue = "cli-fast";
     seed::due_and_pending(&db, queue, 0).await;
     let inspector = Inspector::connect(&db.url()).await.unwrap();
-    let serve = Serve::start(&["--redis-url", &db.url(), "--forwarder-interval", "1s"]).await;
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-url",
+            &db.url(),
+            "--forwarder-interval",
+            "1s",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
+    .await;
     let moved = support::eventually(Duration::from_secs(3), || async {
         (state_of(&inspector, queue, "due").await == TaskState::Pending).then_some(())
     })
@@ -739,19 +700,24 @@ async fn tls_with_ca_file() {
     assert!(err.contains("UnknownIssuer"), "{err}");
 
     // asynqmon's spelling: --redis-addr + --redis-tls + --redis-ca-cert.
-    let serve = Serve::start(&[
-        "--redis-addr",
-        &addr,
-        "--redis-tls",
-        "127.0.0.1",
-        "--redis-ca-cert",
-        ca.to_str().unwrap(),
-        "--no-engine",
-    ])
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-addr",
+            &addr,
+            "--redis-tls",
+            "127.0.0.1",
+            "--redis-ca-cert",
+            ca.to_str().unwrap(),
+            "--no-engine",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
     .await;
-    let (status, _) = serve.get("/").await;
+    let (status, _) = serve.get("/").await.parts();
     assert_eq!(status, 200);
-    let (status, _) = serve.get("/metrics").await;
+    let (status, _) = serve.get("/metrics").await.parts();
     assert_eq!(status, 200);
     assert_eq!(serve.terminate().await, Some(0));
     let _ = std::fs::remove_dir_all(&dir);

@@ -28,7 +28,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_asynqdeck");
 
 /// A running `asynqdeck serve`, killed on drop.
 pub struct ServeBin {
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
     /// `127.0.0.1:PORT`, the address it listens on.
     pub addr: String,
     _stdout: BufReader<tokio::process::ChildStdout>,
@@ -38,9 +38,16 @@ impl ServeBin {
     /// `asynqdeck serve --redis-url <url> <args>` (give `--listen`), with an
     /// empty environment plus `env`; waits for the line naming its URL.
     pub async fn start(redis_url: &str, args: &[&str], env: &[(&str, &str)]) -> ServeBin {
+        let mut all = vec!["--redis-url", redis_url];
+        all.extend_from_slice(args);
+        ServeBin::spawn(&all, env).await
+    }
+
+    /// `asynqdeck serve <args>` (give the Redis and `--listen`), with an
+    /// empty environment plus `env`; waits for the line naming its URL.
+    pub async fn spawn(args: &[&str], env: &[(&str, &str)]) -> ServeBin {
         let mut child = tokio::process::Command::new(BIN)
             .arg("serve")
-            .args(["--redis-url", redis_url])
             .args(args)
             .env_clear()
             .envs(env.iter().copied())
@@ -61,10 +68,33 @@ impl ServeBin {
             .unwrap_or_else(|| panic!("asynqdeck serve {args:?} did not start: {line:?}"));
         let addr = url.split('/').next().unwrap().to_string();
         ServeBin {
-            _child: child,
+            child,
             addr,
             _stdout: stdout,
         }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id().expect("running") as i32
+    }
+
+    /// Sends SIGTERM and returns the exit code.
+    pub async fn terminate(mut self) -> Option<i32> {
+        unsafe {
+            libc::kill(self.pid(), libc::SIGTERM);
+        }
+        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .expect("asynqdeck exits after SIGTERM")
+            .unwrap();
+        status.code()
+    }
+
+    /// A plain HTTP/1.0 GET of `path` (the server then answers without
+    /// chunking and closes).
+    pub async fn get(&self, path: &str) -> Reply {
+        request(&self.addr, "GET", path, &[("Host", &self.addr)], "").await
     }
 
     /// The port it listens on.
