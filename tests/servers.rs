@@ -4,9 +4,7 @@
 
 use std::time::Duration;
 
-use asynqdeck::broker::proto::{
-    SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, Timestamp, WorkerInfo,
-};
+use asynqdeck::broker::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp, WorkerInfo};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{self, Page};
@@ -18,6 +16,7 @@ use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 
 use crate::support::clock::{broker_at, now, ts};
+use crate::support::seed;
 use crate::support::{self, TestDb};
 
 /// A broker and an inspector on one simulated clock set to [`now`].
@@ -32,34 +31,6 @@ async fn setup(db: &TestDb) -> (Broker, Inspector, SimulatedClock, MultiplexedCo
     )
 }
 
-fn server(host: &str, pid: i32, sid: &str) -> ServerInfo {
-    ServerInfo {
-        host: host.into(),
-        pid,
-        server_id: sid.into(),
-        concurrency: 10,
-        queues: [("critical".to_string(), 6), ("default".to_string(), 3)].into(),
-        strict_priority: true,
-        status: "active".into(),
-        start_time: ts(now() - chrono::Duration::minutes(5)),
-        active_worker_count: 0,
-    }
-}
-
-fn worker(s: &ServerInfo, task_id: &str, started_secs_ago: i64) -> WorkerInfo {
-    WorkerInfo {
-        host: s.host.clone(),
-        pid: s.pid,
-        server_id: s.server_id.clone(),
-        task_id: task_id.into(),
-        task_type: "email:send".into(),
-        task_payload: format!("payload {task_id}").into_bytes(),
-        queue: "critical".into(),
-        start_time: ts(now() - chrono::Duration::seconds(started_secs_ago)),
-        deadline: ts(now() + chrono::Duration::seconds(1800 - started_secs_ago)),
-    }
-}
-
 /// §6.16: write_server_state stores the ServerInfo with SETEX ttl, a
 /// workers hash keyed by task id with the same TTL, and both key names in
 /// the registries scored now + ttl (unix s).
@@ -67,9 +38,9 @@ fn worker(s: &ServerInfo, task_id: &str, started_secs_ago: i64) -> WorkerInfo {
 async fn write_server_state_writes_go_keys() {
     let db = support::redis();
     let (broker, _inspector, _clock, mut conn) = setup(&db).await;
-    let s = server("host-a", 42, "sid-1");
-    let w1 = worker(&s, "t1", 3);
-    let w2 = worker(&s, "t2", 1);
+    let s = seed::server("host-a", 42, "sid-1", 0);
+    let w1 = seed::worker(&s, "t1", b"payload t1".to_vec(), 3, 1800 - 3);
+    let w2 = seed::worker(&s, "t2", b"payload t2".to_vec(), 1, 1800 - 1);
     broker
         .write_server_state(&s, &[w1.clone(), w2.clone()], Duration::from_secs(10))
         .await
@@ -117,23 +88,34 @@ async fn write_server_state_writes_go_keys() {
 async fn servers_lists_live_servers_with_workers() {
     let db = support::redis();
     let (broker, inspector, _clock, mut conn) = setup(&db).await;
-    let a = server("host-b", 7, "sid-a");
-    let b = server("host-a", 99, "sid-b");
-    let c = server("host-a", 8, "sid-c");
+    let a = seed::server("host-b", 7, "sid-a", 0);
+    let b = seed::server("host-a", 99, "sid-b", 0);
+    let c = seed::server("host-a", 8, "sid-c", 0);
     let ttl = Duration::from_secs(10);
     broker
-        .write_server_state(&a, &[worker(&a, "late", 1), worker(&a, "early", 9)], ttl)
+        .write_server_state(
+            &a,
+            &[
+                seed::worker(&a, "late", b"payload late".to_vec(), 1, 1800 - 1),
+                seed::worker(&a, "early", b"payload early".to_vec(), 9, 1800 - 9),
+            ],
+            ttl,
+        )
         .await
         .unwrap();
     broker.write_server_state(&b, &[], ttl).await.unwrap();
     broker
-        .write_server_state(&c, &[worker(&c, "c1", 2)], ttl)
+        .write_server_state(
+            &c,
+            &[seed::worker(&c, "c1", b"payload c1".to_vec(), 2, 1800 - 2)],
+            ttl,
+        )
         .await
         .unwrap();
     // A worker naming a server that is not listed is dropped.
     let stray = WorkerInfo {
         server_id: "sid-unknown".into(),
-        ..worker(&c, "stray", 2)
+        ..seed::worker(&c, "stray", b"payload stray".to_vec(), 2, 1800 - 2)
     };
     let _: () = conn
         .hset(
@@ -217,13 +199,23 @@ async fn servers_lists_live_servers_with_workers() {
 async fn expired_servers_are_pruned() {
     let db = support::redis();
     let (broker, inspector, _clock, mut conn) = setup(&db).await;
-    let live = server("h", 1, "live");
-    let dead = server("h", 2, "dead");
-    let edge = server("h", 3, "edge");
+    let live = seed::server("h", 1, "live", 0);
+    let dead = seed::server("h", 2, "dead", 0);
+    let edge = seed::server("h", 3, "edge", 0);
     let ttl = Duration::from_secs(30);
     for s in [&live, &dead, &edge] {
         broker
-            .write_server_state(s, &[worker(s, &format!("task-of-{}", s.server_id), 1)], ttl)
+            .write_server_state(
+                s,
+                &[seed::worker(
+                    s,
+                    &format!("task-of-{}", s.server_id),
+                    format!("payload task-of-{}", s.server_id).into_bytes(),
+                    1,
+                    1800 - 1,
+                )],
+                ttl,
+            )
             .await
             .unwrap();
     }
@@ -259,11 +251,15 @@ async fn expired_servers_are_pruned() {
 async fn clear_server_state_removes_everything() {
     let db = support::redis();
     let (broker, inspector, _clock, mut conn) = setup(&db).await;
-    let s = server("h", 5, "sid");
-    let other = server("h", 6, "other");
+    let s = seed::server("h", 5, "sid", 0);
+    let other = seed::server("h", 6, "other", 0);
     let ttl = Duration::from_secs(10);
     broker
-        .write_server_state(&s, &[worker(&s, "t", 1)], ttl)
+        .write_server_state(
+            &s,
+            &[seed::worker(&s, "t", b"payload t".to_vec(), 1, 1800 - 1)],
+            ttl,
+        )
         .await
         .unwrap();
     broker.write_server_state(&other, &[], ttl).await.unwrap();

@@ -8,9 +8,7 @@
 use std::time::Duration;
 
 use asynqdeck::Inspector;
-use asynqdeck::broker::proto::{
-    SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, Timestamp, WorkerInfo,
-};
+use asynqdeck::broker::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp};
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::server::sampler::Sampler;
@@ -23,6 +21,7 @@ use redis::aio::MultiplexedConnection;
 
 use crate::support::clock::{broker_at, now, ts};
 use crate::support::http;
+use crate::support::seed;
 use crate::support::{self, TestDb};
 
 struct Setup {
@@ -57,34 +56,6 @@ async fn add_queue(raw: &mut MultiplexedConnection, queue: &str) {
 
 // ---------------------------------------------------------------- servers
 
-fn server(host: &str) -> ServerInfo {
-    ServerInfo {
-        host: host.into(),
-        pid: 4242,
-        server_id: "0b5d6b2e-srv".into(),
-        concurrency: 10,
-        queues: [("critical".to_string(), 6), ("default".to_string(), 3)].into(),
-        strict_priority: true,
-        status: "active".into(),
-        start_time: ts(now() - chrono::Duration::minutes(5)),
-        active_worker_count: 2,
-    }
-}
-
-fn worker(s: &ServerInfo, task_id: &str, started_secs_ago: i64) -> WorkerInfo {
-    WorkerInfo {
-        host: s.host.clone(),
-        pid: s.pid,
-        server_id: s.server_id.clone(),
-        task_id: task_id.into(),
-        task_type: "email:send".into(),
-        task_payload: br#"{"to":"a@b.c"}"#.to_vec(),
-        queue: "critical".into(),
-        start_time: ts(now() - chrono::Duration::seconds(started_secs_ago)),
-        deadline: ts(now() + chrono::Duration::seconds(60)),
-    }
-}
-
 /// §9.9: a server written with `write_server_state` shows its host, pid,
 /// queues with weights (highest first), strict priority, active workers
 /// over concurrency, status, start time (UTC + relative), and each running
@@ -93,11 +64,14 @@ fn worker(s: &ServerInfo, task_id: &str, started_secs_ago: i64) -> WorkerInfo {
 async fn servers_page_lists_a_server_and_its_workers() {
     let db = support::redis();
     let s = setup(&db).await;
-    let info = server("web-1");
+    let info = seed::server("web-1", 4242, "0b5d6b2e-srv", 2);
     s.broker
         .write_server_state(
             &info,
-            &[worker(&info, "task-a", 30), worker(&info, "task-b", 10)],
+            &[
+                seed::worker(&info, "task-a", br#"{"to":"a@b.c"}"#.to_vec(), 30, 60),
+                seed::worker(&info, "task-b", br#"{"to":"a@b.c"}"#.to_vec(), 10, 60),
+            ],
             Duration::from_secs(60),
         )
         .await
@@ -159,9 +133,9 @@ async fn servers_page_without_servers_says_so() {
 async fn servers_page_escapes_host_and_task_fields() {
     let db = support::redis();
     let s = setup(&db).await;
-    let mut info = server("<script>alert(1)</script>");
+    let mut info = seed::server("<script>alert(1)</script>", 4242, "0b5d6b2e-srv", 2);
     info.status = "<b>x</b>".into();
-    let mut w = worker(&info, "t1", 1);
+    let mut w = seed::worker(&info, "t1", br#"{"to":"a@b.c"}"#.to_vec(), 1, 60);
     w.task_type = "<script>t()</script>".into();
     s.broker
         .write_server_state(&info, &[w], Duration::from_secs(60))
@@ -630,9 +604,19 @@ async fn pages_honour_the_root_path() {
     let broker = broker_at(&db, &clock).await;
     let mut raw = db.raw().await;
     add_queue(&mut raw, "default").await;
-    let info = server("web-1");
+    let info = seed::server("web-1", 4242, "0b5d6b2e-srv", 2);
     broker
-        .write_server_state(&info, &[worker(&info, "t1", 1)], Duration::from_secs(60))
+        .write_server_state(
+            &info,
+            &[seed::worker(
+                &info,
+                "t1",
+                br#"{"to":"a@b.c"}"#.to_vec(),
+                1,
+                60,
+            )],
+            Duration::from_secs(60),
+        )
         .await
         .unwrap();
     let config = WebConfig {

@@ -1,8 +1,9 @@
 //! Tasks written straight into Redis the way Go asynq leaves them, for
 //! tests that need a state no public call reaches in one step (a task
 //! hash with its `msg` and `state`, the id in the state's container, the
-//! queue registered), and a small queue made through the public API
-//! ([`due_and_pending`]).
+//! queue registered), a small queue made through the public API
+//! ([`due_and_pending`]), and the heartbeat records of a server and its
+//! workers ([`server`], [`worker`]).
 //!
 //! Where a task goes by state: `pending` → the `pending` list (without
 //! `pending_since`); `active` → the `active` list and, when a lease is
@@ -11,7 +12,7 @@
 //! that name (`scheduled`, `retry`, `archived`, `completed`) scored
 //! `score`.
 
-use asynqdeck::broker::proto::TaskMessage;
+use asynqdeck::broker::proto::{ServerInfo, TaskMessage, WorkerInfo};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::{Client, EnqueueOptions, Task};
 use prost::Message;
@@ -19,7 +20,7 @@ use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection as Conn;
 
 use super::TestDb;
-use super::clock::now;
+use super::clock::{now, ts};
 
 /// The group [`task`] puts aggregating tasks in.
 pub const GROUP: &str = "grp";
@@ -187,5 +188,45 @@ pub async fn due_and_pending(db: &TestDb, queue: &str, pending: usize) {
             )
             .await
             .unwrap();
+    }
+}
+
+/// A server's heartbeat record as Go writes it: queues critical (6) and
+/// default (3), concurrency 10, strict priority, active, started five
+/// minutes before [`now`], with `active_workers` workers.
+pub fn server(host: &str, pid: i32, server_id: &str, active_workers: i32) -> ServerInfo {
+    ServerInfo {
+        host: host.into(),
+        pid,
+        server_id: server_id.into(),
+        concurrency: 10,
+        queues: [("critical".to_string(), 6), ("default".to_string(), 3)].into(),
+        strict_priority: true,
+        status: "active".into(),
+        start_time: ts(now() - chrono::Duration::minutes(5)),
+        active_worker_count: active_workers,
+    }
+}
+
+/// A worker of server `s` running `task_id` (type `email:send`, queue
+/// `critical`, `payload`), started `started_secs_ago` before [`now`], its
+/// deadline `deadline_in_secs` after.
+pub fn worker(
+    s: &ServerInfo,
+    task_id: &str,
+    payload: Vec<u8>,
+    started_secs_ago: i64,
+    deadline_in_secs: i64,
+) -> WorkerInfo {
+    WorkerInfo {
+        host: s.host.clone(),
+        pid: s.pid,
+        server_id: s.server_id.clone(),
+        task_id: task_id.into(),
+        task_type: "email:send".into(),
+        task_payload: payload,
+        queue: "critical".into(),
+        start_time: ts(now() - chrono::Duration::seconds(started_secs_ago)),
+        deadline: ts(now() + chrono::Duration::seconds(deadline_in_secs)),
     }
 }
