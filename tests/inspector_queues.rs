@@ -5,27 +5,14 @@
 use std::time::Duration;
 
 use asynqdeck::broker::keys;
-use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{DailyStats, GroupInfo};
-use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task};
+use asynqdeck::{EnqueueOptions, Error, Task};
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 
-use crate::support::clock::{broker_at, now};
+use crate::support::clock::{Clocked, clocked_on, now};
 use crate::support::seed;
-use crate::support::{self, TestDb};
-
-/// A client and an inspector sharing one simulated clock set to [`now`].
-async fn setup(db: &TestDb) -> (Client, Inspector, SimulatedClock, MultiplexedConnection) {
-    let clock = SimulatedClock::new(now());
-    let broker = broker_at(db, &clock).await;
-    (
-        Client::from_broker(broker.clone()),
-        Inspector::from_broker(broker),
-        clock,
-        db.raw().await,
-    )
-}
+use crate::support::{self};
 
 /// Every key of the queue, sorted.
 async fn queue_keys(conn: &mut MultiplexedConnection, q: &str) -> Vec<String> {
@@ -42,7 +29,13 @@ async fn queue_keys(conn: &mut MultiplexedConnection, q: &str) -> Vec<String> {
 #[tokio::test]
 async fn queue_info_counts_every_state_as_go() {
     let db = support::redis();
-    let (client, inspector, clock, mut conn) = setup(&db).await;
+    let Clocked {
+        client,
+        inspector,
+        clock,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "critical";
     let opts = || EnqueueOptions::new().queue(q);
     // The first pending task is the rightmost one: it runs next and sets the latency.
@@ -130,7 +123,11 @@ async fn queue_info_counts_every_state_as_go() {
 #[tokio::test]
 async fn queue_info_latency_zero_without_pending_since() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     seed::seeded(&mut conn, "q", "r1", "retry").await;
     let info = inspector.queue_info("q").await.unwrap();
     assert_eq!(info.latency, Duration::ZERO);
@@ -228,7 +225,12 @@ async fn expected_memory(conn: &mut MultiplexedConnection, q: &str) -> i64 {
 #[tokio::test]
 async fn memory_usage_is_the_sampled_estimate() {
     let db = support::redis();
-    let (client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        client,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "mem";
     for i in 0..25 {
         let payload = vec![b'x'; 10 + i * 37];
@@ -267,7 +269,11 @@ async fn memory_usage_is_the_sampled_estimate() {
 #[tokio::test]
 async fn queue_info_errors() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     match inspector.queue_info("nope").await {
         Err(Error::QueueNotFound { queue }) => assert_eq!(queue, "nope"),
         other => panic!("expected QueueNotFound, got {other:?}"),
@@ -288,7 +294,9 @@ async fn queue_info_errors() {
 #[tokio::test]
 async fn queues_are_listed_sorted() {
     let db = support::redis();
-    let (client, inspector, _clock, _conn) = setup(&db).await;
+    let Clocked {
+        client, inspector, ..
+    } = clocked_on(db.clone(), now()).await;
     assert_eq!(inspector.queues().await.unwrap(), Vec::<String>::new());
     for q in ["zeta", "alpha", "mid"] {
         client
@@ -307,7 +315,11 @@ async fn queues_are_listed_sorted() {
 #[tokio::test]
 async fn history_reads_daily_counters_today_first() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "hist";
     let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     let day = |i: i64| (now() - chrono::Duration::days(i)).date_naive();
@@ -333,7 +345,11 @@ async fn history_reads_daily_counters_today_first() {
 #[tokio::test]
 async fn history_over_many_days() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "long";
     let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     let day = |i: i64| (now() - chrono::Duration::days(i)).date_naive();
@@ -363,7 +379,11 @@ async fn history_over_many_days() {
 #[tokio::test]
 async fn history_errors() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let _: () = conn.sadd(keys::ALL_QUEUES, "q").await.unwrap();
     for q in ["q", "unknown"] {
         match inspector.history(q, 0).await {
@@ -393,7 +413,9 @@ async fn history_errors() {
 #[tokio::test]
 async fn groups_with_sizes_sorted() {
     let db = support::redis();
-    let (client, inspector, _clock, _conn) = setup(&db).await;
+    let Clocked {
+        client, inspector, ..
+    } = clocked_on(db.clone(), now()).await;
     for g in ["b", "b", "a", "c", "b"] {
         client
             .enqueue(
@@ -424,7 +446,11 @@ async fn groups_with_sizes_sorted() {
 #[tokio::test]
 async fn pause_and_unpause() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "never-enqueued";
     inspector.pause_queue(q).await.unwrap();
     let stored: String = conn.get(keys::paused_key(q)).await.unwrap();
@@ -466,7 +492,12 @@ async fn pause_and_unpause() {
 #[tokio::test]
 async fn delete_queue_refuses_non_empty_queue() {
     let db = support::redis();
-    let (client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        client,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     for state in ["pending", "active", "retry", "archived", "completed"] {
         seed::seeded(&mut conn, state, "t1", state).await;
     }
@@ -527,7 +558,11 @@ async fn delete_queue_refuses_non_empty_queue() {
 #[tokio::test]
 async fn delete_empty_queue_without_force() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "empty";
     let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     let _: () = conn.set(keys::processed_total_key(q), 3).await.unwrap();
@@ -546,7 +581,11 @@ async fn delete_empty_queue_without_force() {
 #[tokio::test]
 async fn force_delete_refuses_active_tasks() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     seed::seeded(&mut conn, "busy", "a1", "active").await;
     seed::seeded(&mut conn, "busy", "p1", "pending").await;
     let before = queue_keys(&mut conn, "busy").await;
@@ -568,7 +607,12 @@ async fn force_delete_refuses_active_tasks() {
 #[tokio::test]
 async fn force_delete_removes_every_task_key() {
     let db = support::redis();
-    let (client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        client,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "doomed";
     for i in 0..250 {
         seed::seeded(&mut conn, q, &format!("p{i}"), "pending").await;

@@ -4,32 +4,18 @@
 
 use std::time::Duration;
 
+use asynqdeck::Error;
+use asynqdeck::broker::keys;
 use asynqdeck::broker::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp, WorkerInfo};
-use asynqdeck::broker::{Broker, keys};
-use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{self, Page};
-use asynqdeck::{Error, Inspector};
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use prost::Message;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 
-use crate::support::clock::{broker_at, now, ts};
+use crate::support::clock::{Clocked, clocked_on, now, ts};
 use crate::support::seed;
-use crate::support::{self, TestDb};
-
-/// A broker and an inspector on one simulated clock set to [`now`].
-async fn setup(db: &TestDb) -> (Broker, Inspector, SimulatedClock, MultiplexedConnection) {
-    let clock = SimulatedClock::new(now());
-    let broker = broker_at(db, &clock).await;
-    (
-        broker.clone(),
-        Inspector::from_broker(broker),
-        clock,
-        db.raw().await,
-    )
-}
+use crate::support::{self};
 
 /// §6.16: write_server_state stores the ServerInfo with SETEX ttl, a
 /// workers hash keyed by task id with the same TTL, and both key names in
@@ -37,7 +23,9 @@ async fn setup(db: &TestDb) -> (Broker, Inspector, SimulatedClock, MultiplexedCo
 #[tokio::test]
 async fn write_server_state_writes_go_keys() {
     let db = support::redis();
-    let (broker, _inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker, mut conn, ..
+    } = clocked_on(db.clone(), now()).await;
     let s = seed::server("host-a", 42, "sid-1", 0);
     let w1 = seed::worker(&s, "t1", b"payload t1".to_vec(), 3, 1800 - 3);
     let w2 = seed::worker(&s, "t2", b"payload t2".to_vec(), 1, 1800 - 1);
@@ -87,7 +75,12 @@ async fn write_server_state_writes_go_keys() {
 #[tokio::test]
 async fn servers_lists_live_servers_with_workers() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let a = seed::server("host-b", 7, "sid-a", 0);
     let b = seed::server("host-a", 99, "sid-b", 0);
     let c = seed::server("host-a", 8, "sid-c", 0);
@@ -198,7 +191,12 @@ async fn servers_lists_live_servers_with_workers() {
 #[tokio::test]
 async fn expired_servers_are_pruned() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let live = seed::server("h", 1, "live", 0);
     let dead = seed::server("h", 2, "dead", 0);
     let edge = seed::server("h", 3, "edge", 0);
@@ -250,7 +248,12 @@ async fn expired_servers_are_pruned() {
 #[tokio::test]
 async fn clear_server_state_removes_everything() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let s = seed::server("h", 5, "sid", 0);
     let other = seed::server("h", 6, "other", 0);
     let ttl = Duration::from_secs(10);
@@ -298,7 +301,12 @@ fn entry(id: &str, prev: Option<DateTime<Utc>>) -> SchedulerEntry {
 #[tokio::test]
 async fn scheduler_entries_round_trip() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let fired = now() - chrono::Duration::seconds(30);
     let entries = [entry("e1", None), entry("e2", Some(fired))];
     broker
@@ -403,7 +411,12 @@ fn event(i: i64) -> SchedulerEnqueueEvent {
 #[tokio::test]
 async fn scheduler_enqueue_events_newest_first_with_pages() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     for i in 0..5 {
         broker
             .record_scheduler_enqueue_event("entry", &event(i))
@@ -454,7 +467,12 @@ async fn scheduler_enqueue_events_newest_first_with_pages() {
 #[tokio::test]
 async fn scheduler_history_is_capped_at_1000() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     for i in 0..1005 {
         broker
             .record_scheduler_enqueue_event("busy", &event(i))
@@ -495,7 +513,7 @@ async fn scheduler_history_is_capped_at_1000() {
 #[tokio::test]
 async fn cancel_processing_publishes_task_id() {
     let db = support::redis();
-    let (_broker, inspector, _clock, _conn) = setup(&db).await;
+    let Clocked { inspector, .. } = clocked_on(db.clone(), now()).await;
     let client = redis::Client::open(db.url()).unwrap();
     let mut pubsub = client.get_async_pubsub().await.unwrap();
     pubsub.subscribe(keys::CANCEL_CHANNEL).await.unwrap();
