@@ -18,21 +18,19 @@ use std::time::Duration;
 use asynqdeck::broker::proto::{SchedulerEntry, Timestamp};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::inspector::{SweepBudget, SweepCount};
-use asynqdeck::web::{AppState, WebConfig};
+use asynqdeck::web::WebConfig;
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
-use axum::Router;
 use axum::http::{Method, StatusCode};
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection as Conn;
 use serde_json::Value;
 
 use crate::support::htmx::{HxRequest, continuation, field, form_body, hx_request};
-use crate::support::http::{self, Reply};
+use crate::support::http::{self, Dashboard, Reply};
 use crate::support::{self, TestDb};
 
 struct Setup {
-    app: Router,
-    token: String,
+    dash: Dashboard,
     insp: Inspector,
     broker: Broker,
     client: Client,
@@ -47,10 +45,8 @@ async fn setup_with(db: &TestDb, config: WebConfig) -> Setup {
 async fn setup_budget(db: &TestDb, config: WebConfig, budget: SweepBudget) -> Setup {
     let broker = Broker::connect(&db.url()).await.unwrap();
     let insp = Inspector::from_broker(broker.clone()).with_sweep_budget(budget);
-    let state = AppState::new(insp.clone(), config);
     Setup {
-        token: state.csrf_token.to_string(),
-        app: asynqdeck::web::router(state),
+        dash: Dashboard::new(insp.clone(), config),
         insp,
         broker,
         client: Client::connect(&db.url()).await.unwrap(),
@@ -62,20 +58,17 @@ async fn setup(db: &TestDb) -> Setup {
     setup_with(db, WebConfig::default()).await
 }
 
+/// The dashboard's requests (`s.post(...)`, `s.app`, `s.token`) are the
+/// shared [`Dashboard`]'s.
+impl std::ops::Deref for Setup {
+    type Target = Dashboard;
+
+    fn deref(&self) -> &Dashboard {
+        &self.dash
+    }
+}
+
 impl Setup {
-    async fn get(&self, uri: &str) -> Reply {
-        http::as_page(&self.app, Method::GET, uri, true, None, "").await
-    }
-
-    async fn api(&self, method: Method, uri: &str) -> Reply {
-        http::as_page(&self.app, method, uri, false, None, "").await
-    }
-
-    /// An HTML action: POST as htmx with the CSRF token.
-    async fn post(&self, uri: &str) -> Reply {
-        http::as_page(&self.app, Method::POST, uri, true, Some(&self.token), "").await
-    }
-
     async fn exists(&mut self, key: &str) -> bool {
         self.raw.exists(key).await.unwrap()
     }
@@ -112,7 +105,7 @@ async fn r10_big_payload_rows_show_exactly_their_head() {
     assert_eq!(hex.len(), 200);
     let a200 = "a".repeat(200);
 
-    let tab = s.get("/queues/default/pending").await;
+    let tab = s.hx_get("/queues/default/pending").await;
     assert_eq!(tab.status, StatusCode::OK, "{}", tab.body);
     assert_eq!(
         count(
@@ -237,7 +230,7 @@ async fn r11_scheduler_entries_are_paged() {
     let bad = s.api(Method::GET, "/api/scheduler_entries?page=0").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
 
-    let page = s.get("/schedulers").await;
+    let page = s.hx_get("/schedulers").await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(count(&page.body, "<tr class=\"entry\">"), 20);
     assert!(page.body.contains("1–20 of 5000"), "{}", page.body);
@@ -247,7 +240,7 @@ async fn r11_scheduler_entries_are_paged() {
         "page is {} bytes",
         page.body.len()
     );
-    let last = s.get("/schedulers?page=100&size=50").await;
+    let last = s.hx_get("/schedulers?page=100&size=50").await;
     assert_eq!(count(&last.body, "<tr class=\"entry\">"), 50);
     assert!(last.body.contains("4951–5000 of 5000"));
     assert!(last.body.contains(&format!(">{} <button", all[4999])));
@@ -259,7 +252,7 @@ async fn r11_scheduler_entries_are_paged() {
         "{}",
         &last.body[..600]
     );
-    let bad = s.get("/schedulers?page=0").await;
+    let bad = s.hx_get("/schedulers?page=0").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
 }
 
@@ -321,7 +314,7 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     assert_eq!(del.status, StatusCode::NO_CONTENT, "{}", del.body);
     assert!(!s.exists(&keys::task_key("default", "lb1")).await);
 
-    let page = s.get("/queues/default/tasks/lb2").await;
+    let page = s.hx_get("/queues/default/tasks/lb2").await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(
         page.body
@@ -332,18 +325,21 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     assert_eq!(count(&page.body, "data-op=\"delete\""), 1);
     assert_eq!(count(&page.body, "data-op=\"run\""), 0);
     let run = s
-        .post("/queues/default/tasks/lb2/run?from=task&tab=archived")
+        .post("/queues/default/tasks/lb2/run?from=task&tab=archived", "")
         .await;
     assert_eq!(run.status, StatusCode::BAD_REQUEST, "{}", run.body);
     let del = s
-        .post("/queues/default/tasks/lb2/delete?from=task&tab=archived")
+        .post(
+            "/queues/default/tasks/lb2/delete?from=task&tab=archived",
+            "",
+        )
         .await;
     assert_eq!(del.status, StatusCode::OK, "{}", del.body);
     assert!(!s.exists(&keys::task_key("default", "lb2")).await);
 
     // An archived task in its set is not left behind.
     archived_task(&s, "default", "ok1", EnqueueOptions::new()).await;
-    let page = s.get("/queues/default/tasks/ok1").await;
+    let page = s.hx_get("/queues/default/tasks/ok1").await;
     assert!(!page.body.contains("Left behind"));
     assert_eq!(count(&page.body, "data-op=\"run\""), 1);
 
@@ -374,7 +370,7 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     }
     for op in ["run", "archive", "delete"] {
         let a = s
-            .post(&format!("/queues/default/tasks/ghost/{op}?from=task"))
+            .post(&format!("/queues/default/tasks/ghost/{op}?from=task"), "")
             .await;
         assert_eq!(a.status, StatusCode::NOT_FOUND, "{op}: {}", a.body);
     }
@@ -594,7 +590,7 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
         },
     )
     .await;
-    let refused = ro.post("/queues/default/left_behind/delete").await;
+    let refused = ro.post("/queues/default/left_behind/delete", "").await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     let refused = ro
         .api(
@@ -603,7 +599,7 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
         )
         .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
-    let ro_page = ro.get("/queues/default/left_behind").await;
+    let ro_page = ro.hx_get("/queues/default/left_behind").await;
     assert!(!ro_page.body.contains("left_behind/delete"));
     assert_eq!(dbsize(&mut s).await, size, "refusals delete nothing");
 
@@ -744,7 +740,7 @@ async fn r12_left_behind_page_follows_the_htmx_continuation() {
         ONE_STEP,
     )
     .await;
-    let ro_page = ro.get(&format!("{Q_URL}/left_behind")).await;
+    let ro_page = ro.hx_get(&format!("{Q_URL}/left_behind")).await;
     assert!(
         !ro_page.body.contains("left_behind/delete"),
         "{}",

@@ -12,16 +12,15 @@ use std::time::Duration;
 use asynqdeck::broker::proto::{ServerInfo, TaskMessage, WorkerInfo};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::clock::SimulatedClock;
-use asynqdeck::web::{AppState, WebConfig};
+use asynqdeck::web::WebConfig;
 use asynqdeck::{Error, Inspector, TaskState};
-use axum::Router;
 use axum::http::StatusCode;
 use prost::Message;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection as Conn;
 
 use crate::support::clock::{now, ts};
-use crate::support::http::{self, Reply};
+use crate::support::http::{self, Dashboard, Reply};
 use crate::support::seed;
 use crate::support::{self, TestDb};
 
@@ -30,8 +29,7 @@ fn secs(offset: i64) -> i64 {
 }
 
 struct Setup {
-    app: Router,
-    token: String,
+    dash: Dashboard,
     insp: Inspector,
     broker: Broker,
     raw: Conn,
@@ -45,10 +43,8 @@ async fn setup_with(db: &TestDb, config: WebConfig) -> Setup {
         .unwrap()
         .with_clock(Arc::new(SimulatedClock::new(now())));
     let insp = Inspector::from_broker(broker.clone());
-    let state = AppState::new(insp.clone(), config);
     Setup {
-        token: state.csrf_token.to_string(),
-        app: asynqdeck::web::router(state),
+        dash: Dashboard::new(insp.clone(), config),
         insp,
         broker,
         raw: db.raw().await,
@@ -59,9 +55,13 @@ async fn setup(db: &TestDb) -> Setup {
     setup_with(db, WebConfig::default()).await
 }
 
-impl Setup {
-    async fn post(&self, uri: &str, body: &str) -> Reply {
-        http::post_form(&self.app, uri, body, Some(&self.token)).await
+/// The dashboard's requests (`s.post(...)`, `s.app`, `s.token`) are the
+/// shared [`Dashboard`]'s.
+impl std::ops::Deref for Setup {
+    type Target = Dashboard;
+
+    fn deref(&self) -> &Dashboard {
+        &self.dash
     }
 }
 

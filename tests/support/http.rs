@@ -1,6 +1,7 @@
 //! Requests to the dashboard and the one [`Reply`] they all answer with.
 //!
-//! In-process, through `tower::ServiceExt::oneshot` on the app's router:
+//! In-process, through `tower::ServiceExt::oneshot` on the app's router
+//! (a [`Dashboard`] holds one with its CSRF token):
 //! [`send`] (a built request), [`call`] (method, URI, headers, body),
 //! [`get`], [`get_json`], [`post`], [`delete`], [`page`] (a GET as a
 //! browser or as htmx), [`post_form`] (an
@@ -146,6 +147,39 @@ impl Reply {
     /// Status and body text, for `let (status, html) = ...`.
     pub fn parts(self) -> (StatusCode, String) {
         (self.status, self.body)
+    }
+}
+
+/// The dashboard's router and the CSRF token its pages carry, for tests
+/// that act as a viewer of the pages.
+pub struct Dashboard {
+    pub app: Router,
+    pub token: String,
+}
+
+impl Dashboard {
+    /// The dashboard over `inspector` with `config`.
+    pub fn new(inspector: asynqdeck::Inspector, config: asynqdeck::web::WebConfig) -> Dashboard {
+        let state = asynqdeck::web::AppState::new(inspector, config);
+        Dashboard {
+            token: state.csrf_token.to_string(),
+            app: asynqdeck::web::router(state),
+        }
+    }
+
+    /// A GET as htmx.
+    pub async fn hx_get(&self, uri: &str) -> Reply {
+        page(&self.app, uri, true).await
+    }
+
+    /// An HTML action: an htmx form POST of `form` with the CSRF token.
+    pub async fn post(&self, uri: &str, form: &str) -> Reply {
+        post_form(&self.app, uri, form, Some(&self.token)).await
+    }
+
+    /// A JSON-API request with no headers and no body.
+    pub async fn api(&self, method: Method, uri: &str) -> Reply {
+        api(&self.app, method, uri, None).await
     }
 }
 
