@@ -1124,58 +1124,50 @@ async fn batch_routes() {
             r.json()
         }
     };
-    assert_eq!(
-        batch(
+    for (path, ids, want) in [
+        (
             "/api/queues/default/pending_tasks:batch_archive",
-            r#"["p1","zz"]"#
-        )
-        .await,
-        json!({"archived_ids": ["p1"], "error_ids": ["zz"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["p1","zz"]"#,
+            json!({"archived_ids": ["p1"], "error_ids": ["zz"]}),
+        ),
+        (
             "/api/queues/default/archived_tasks:batch_run",
-            r#"["p1","a1","zz"]"#
-        )
-        .await,
-        json!({"pending_ids": ["p1", "a1"], "error_ids": ["zz"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["p1","a1","zz"]"#,
+            json!({"pending_ids": ["p1", "a1"], "error_ids": ["zz"]}),
+        ),
+        (
             "/api/queues/default/pending_tasks:batch_delete",
-            r#"["p1","zz"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["p1"], "failed_ids": ["zz"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["p1","zz"]"#,
+            json!({"deleted_ids": ["p1"], "failed_ids": ["zz"]}),
+        ),
+        (
             "/api/queues/default/scheduled_tasks:batch_archive",
-            r#"["s1"]"#
-        )
-        .await,
-        json!({"archived_ids": ["s1"], "error_ids": []})
-    );
-    assert_eq!(
-        batch(
+            r#"["s1"]"#,
+            json!({"archived_ids": ["s1"], "error_ids": []}),
+        ),
+        (
             "/api/queues/default/archived_tasks:batch_delete",
-            r#"["s1"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["s1"], "failed_ids": []})
-    );
-    assert_eq!(
-        batch("/api/queues/default/retry_tasks:batch_run", r#"["r1"]"#).await,
-        json!({"pending_ids": ["r1"], "error_ids": []})
-    );
-    assert_eq!(
-        batch("/api/queues/default/retry_tasks:batch_archive", r#"["r1"]"#).await,
-        json!({"archived_ids": ["r1"], "error_ids": []})
-    );
-    assert_eq!(
-        batch("/api/queues/default/retry_tasks:batch_delete", r#"["r1"]"#).await,
-        json!({"deleted_ids": ["r1"], "failed_ids": []})
-    );
+            r#"["s1"]"#,
+            json!({"deleted_ids": ["s1"], "failed_ids": []}),
+        ),
+        (
+            "/api/queues/default/retry_tasks:batch_run",
+            r#"["r1"]"#,
+            json!({"pending_ids": ["r1"], "error_ids": []}),
+        ),
+        (
+            "/api/queues/default/retry_tasks:batch_archive",
+            r#"["r1"]"#,
+            json!({"archived_ids": ["r1"], "error_ids": []}),
+        ),
+        (
+            "/api/queues/default/retry_tasks:batch_delete",
+            r#"["r1"]"#,
+            json!({"deleted_ids": ["r1"], "failed_ids": []}),
+        ),
+    ] {
+        assert_eq!(batch(path, ids).await, want, "{path} {ids}");
+    }
     for id in ["s4", "s5", "s6"] {
         enqueue(
             &w.client,
@@ -1187,42 +1179,35 @@ async fn batch_routes() {
         )
         .await;
     }
-    assert_eq!(
-        batch("/api/queues/default/scheduled_tasks:batch_run", r#"["s4"]"#).await,
-        json!({"pending_ids": ["s4"], "error_ids": []})
-    );
-    assert_eq!(
-        batch(
+    for (path, ids, want) in [
+        (
+            "/api/queues/default/scheduled_tasks:batch_run",
+            r#"["s4"]"#,
+            json!({"pending_ids": ["s4"], "error_ids": []}),
+        ),
+        (
             "/api/queues/default/scheduled_tasks:batch_delete",
-            r#"["s5","s4"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["s5", "s4"], "failed_ids": []})
-    );
-    assert_eq!(
-        batch(
+            r#"["s5","s4"]"#,
+            json!({"deleted_ids": ["s5", "s4"], "failed_ids": []}),
+        ),
+        (
             "/api/queues/default/completed_tasks:batch_delete",
-            r#"["c1","c1"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["c1"], "failed_ids": ["c1"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["c1","c1"]"#,
+            json!({"deleted_ids": ["c1"], "failed_ids": ["c1"]}),
+        ),
+        (
             "/api/queues/default/groups/batch/aggregating_tasks:batch_run",
-            r#"["g1"]"#
-        )
-        .await,
-        json!({"pending_ids": ["g1"], "error_ids": []})
-    );
-    assert_eq!(
-        batch(
+            r#"["g1"]"#,
+            json!({"pending_ids": ["g1"], "error_ids": []}),
+        ),
+        (
             "/api/queues/default/groups/batch/aggregating_tasks:batch_archive",
-            r#"["g2"]"#
-        )
-        .await,
-        json!({"archived_ids": ["g2"], "error_ids": []})
-    );
+            r#"["g2"]"#,
+            json!({"archived_ids": ["g2"], "error_ids": []}),
+        ),
+    ] {
+        assert_eq!(batch(path, ids).await, want, "{path} {ids}");
+    }
     enqueue(
         &w.client,
         "g3",
@@ -1232,22 +1217,20 @@ async fn batch_routes() {
         EnqueueOptions::new().group("batch"),
     )
     .await;
-    assert_eq!(
-        batch(
+    for (path, ids, want) in [
+        (
             "/api/queues/default/groups/batch/aggregating_tasks:batch_delete",
-            r#"["g3","zz"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["g3"], "failed_ids": ["zz"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["g3","zz"]"#,
+            json!({"deleted_ids": ["g3"], "failed_ids": ["zz"]}),
+        ),
+        (
             "/api/queues/default/active_tasks:batch_cancel",
-            r#"["act1","other"]"#
-        )
-        .await,
-        json!({"canceled_ids": ["act1", "other"], "error_ids": []})
-    );
+            r#"["act1","other"]"#,
+            json!({"canceled_ids": ["act1", "other"], "error_ids": []}),
+        ),
+    ] {
+        assert_eq!(batch(path, ids).await, want, "{path} {ids}");
+    }
     // Missing or null task_ids is an empty batch (Go decodes it as nil).
     assert_eq!(
         batch("/api/queues/default/pending_tasks:batch_delete", "null").await,
@@ -1330,34 +1313,35 @@ async fn all_routes() {
             .await;
         }
     };
-    assert_eq!(
-        call(Method::POST, "/api/queues/default/retry_tasks:archive_all").await,
-        json!({"archived": 1})
-    );
-    assert_eq!(
-        call(Method::POST, "/api/queues/default/archived_tasks:run_all").await,
-        json!({"scheduled": 2})
-    );
-    assert_eq!(
-        call(
+    for (method, path, want) in [
+        (
             Method::POST,
-            "/api/queues/default/pending_tasks:archive_all"
-        )
-        .await,
-        json!({"archived": 4})
-    );
-    assert_eq!(
-        call(
+            "/api/queues/default/retry_tasks:archive_all",
+            json!({"archived": 1}),
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/archived_tasks:run_all",
+            json!({"scheduled": 2}),
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/pending_tasks:archive_all",
+            json!({"archived": 4}),
+        ),
+        (
             Method::DELETE,
-            "/api/queues/default/archived_tasks:delete_all"
-        )
-        .await,
-        json!({"deleted": 4})
-    );
-    assert_eq!(
-        call(Method::POST, "/api/queues/default/scheduled_tasks:run_all").await,
-        json!({"scheduled": 1})
-    );
+            "/api/queues/default/archived_tasks:delete_all",
+            json!({"deleted": 4}),
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/scheduled_tasks:run_all",
+            json!({"scheduled": 1}),
+        ),
+    ] {
+        assert_eq!(call(method.clone(), path).await, want, "{method} {path}");
+    }
     add_scheduled(&["s2", "s3"]).await;
     assert_eq!(
         call(
@@ -1368,46 +1352,40 @@ async fn all_routes() {
         json!({"archived": 2})
     );
     add_scheduled(&["s4"]).await;
-    assert_eq!(
-        call(
+    for (method, path, want) in [
+        (
             Method::DELETE,
-            "/api/queues/default/scheduled_tasks:delete_all"
-        )
-        .await,
-        json!({"deleted": 1})
-    );
-    assert_eq!(
-        call(
+            "/api/queues/default/scheduled_tasks:delete_all",
+            json!({"deleted": 1}),
+        ),
+        (
             Method::DELETE,
-            "/api/queues/default/pending_tasks:delete_all"
-        )
-        .await,
-        json!({"deleted": 1})
-    );
-    assert_eq!(
-        call(
+            "/api/queues/default/pending_tasks:delete_all",
+            json!({"deleted": 1}),
+        ),
+        (
             Method::DELETE,
-            "/api/queues/default/completed_tasks:delete_all"
-        )
-        .await,
-        json!({"deleted": 1})
-    );
-    assert_eq!(
-        call(Method::DELETE, "/api/queues/default/retry_tasks:delete_all").await,
-        json!({"deleted": 0})
-    );
-    assert_eq!(
-        call(Method::POST, "/api/queues/default/retry_tasks:run_all").await,
-        json!({"scheduled": 0})
-    );
-    assert_eq!(
-        call(
+            "/api/queues/default/completed_tasks:delete_all",
+            json!({"deleted": 1}),
+        ),
+        (
+            Method::DELETE,
+            "/api/queues/default/retry_tasks:delete_all",
+            json!({"deleted": 0}),
+        ),
+        (
             Method::POST,
-            "/api/queues/default/groups/batch/aggregating_tasks:run_all"
-        )
-        .await,
-        json!({"scheduled": 2})
-    );
+            "/api/queues/default/retry_tasks:run_all",
+            json!({"scheduled": 0}),
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/groups/batch/aggregating_tasks:run_all",
+            json!({"scheduled": 2}),
+        ),
+    ] {
+        assert_eq!(call(method.clone(), path).await, want, "{method} {path}");
+    }
     for id in ["g3", "g4"] {
         enqueue(
             &w.client,
