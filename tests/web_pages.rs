@@ -20,7 +20,7 @@ use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 
 use crate::support::clock::{broker_at, now, ts};
-use crate::support::http;
+use crate::support::http::{self, Dashboard};
 use crate::support::seed;
 use crate::support::{self, TestDb};
 
@@ -36,9 +36,8 @@ struct Setup {
 async fn setup(db: &TestDb) -> Setup {
     let clock = SimulatedClock::new(now());
     let broker = broker_at(db, &clock).await;
-    let state = AppState::new(Inspector::from_broker(broker.clone()), WebConfig::default());
     Setup {
-        app: asynqdeck::web::router(state),
+        app: Dashboard::new(Inspector::from_broker(broker.clone()), WebConfig::default()).app,
         broker,
         clock,
         raw: db.raw().await,

@@ -9,30 +9,36 @@ use std::time::Duration;
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::web::{AppState, WebConfig};
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task};
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use redis::AsyncCommands;
 use tower::ServiceExt;
 
-use crate::support::http;
+use crate::support::http::{self, Dashboard};
 use crate::support::{self, TestDb};
 
 struct Setup {
-    app: Router,
-    token: String,
+    dash: Dashboard,
     client: Client,
     insp: Inspector,
+}
+
+/// The dashboard's router and token (`s.app`, `s.token`) are the shared
+/// [`Dashboard`]'s.
+impl std::ops::Deref for Setup {
+    type Target = Dashboard;
+
+    fn deref(&self) -> &Dashboard {
+        &self.dash
+    }
 }
 
 async fn setup(db: &TestDb, config: WebConfig) -> Setup {
     let broker = Broker::connect(&db.url()).await.unwrap();
     let insp = Inspector::from_broker(broker.clone());
-    let state = AppState::new(insp.clone(), config);
     Setup {
-        token: state.csrf_token.to_string(),
-        app: asynqdeck::web::router(state),
+        dash: Dashboard::new(insp.clone(), config),
         client: Client::from_broker(broker),
         insp,
     }
