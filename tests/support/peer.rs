@@ -10,13 +10,20 @@ use std::sync::OnceLock;
 use super::redis::TestDb;
 
 impl TestDb {
+    /// `asynq-peer --redis 127.0.0.1:<port> --db <db> <args>`.
+    fn peer_command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(go_peer());
+        cmd.args(["--redis", &format!("127.0.0.1:{}", self.port)])
+            .args(["--db", &self.db.to_string()])
+            .args(args);
+        cmd
+    }
+
     /// Runs the Go peer against this database and parses its JSON output.
     /// Returns `Err(json)` when the peer exits non-zero with an error object.
     pub fn peer(&self, args: &[&str]) -> Result<serde_json::Value, serde_json::Value> {
-        let out = Command::new(go_peer())
-            .args(["--redis", &format!("127.0.0.1:{}", self.port)])
-            .args(["--db", &self.db.to_string()])
-            .args(args)
+        let out = self
+            .peer_command(args)
             .stderr(Stdio::inherit())
             .output()
             .expect("run asynq-peer");
@@ -33,10 +40,8 @@ impl TestDb {
     /// Runs a Go peer command that prints one JSON document per line
     /// (`work`, `schedule`) to its end and returns the lines.
     pub fn peer_lines(&self, args: &[&str]) -> Vec<serde_json::Value> {
-        let out = Command::new(go_peer())
-            .args(["--redis", &format!("127.0.0.1:{}", self.port)])
-            .args(["--db", &self.db.to_string()])
-            .args(args)
+        let out = self
+            .peer_command(args)
             .stderr(Stdio::inherit())
             .output()
             .expect("run asynq-peer");
@@ -51,10 +56,8 @@ impl TestDb {
     /// Starts a long-running Go peer command (`work`) in the background; the
     /// returned guard kills it when dropped.
     pub fn peer_spawn(&self, args: &[&str]) -> PeerProcess {
-        let child = Command::new(go_peer())
-            .args(["--redis", &format!("127.0.0.1:{}", self.port)])
-            .args(["--db", &self.db.to_string()])
-            .args(args)
+        let child = self
+            .peer_command(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

@@ -62,15 +62,21 @@ fn start_server() -> Server {
         }
     });
     rx.recv().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    wait_for_port(port, Duration::from_secs(10), "redis-server");
+    Server { port }
+}
+
+/// Waits until something listens on `127.0.0.1:port`; panics naming
+/// `what` once `timeout` has passed.
+pub fn wait_for_port(port: u16, timeout: Duration, what: &str) {
+    let deadline = Instant::now() + timeout;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
             Instant::now() < deadline,
-            "redis-server did not start on port {port}"
+            "{what} did not listen on port {port}"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    Server { port }
 }
 
 /// A fresh, empty logical database on the private server.
