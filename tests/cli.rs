@@ -15,12 +15,13 @@ use std::time::Duration;
 use asynqdeck::broker::Broker;
 use asynqdeck::cli::{Cli, Command, parse_duration};
 use asynqdeck::server::{Maintenance, MaintenanceConfig};
-use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
+use asynqdeck::{Inspector, TaskState};
 use clap::Parser;
 use redis::AsyncCommands;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use crate::support::{self, TestDb};
+use crate::support::http::ServeBin;
+use crate::support::seed;
+use crate::support::{self};
 
 const BIN: &str = env!("CARGO_BIN_EXE_asynqdeck");
 
@@ -389,126 +390,6 @@ fn bad_flags_exit_2() {
 
 // -------------------------------------------------------------- end to end
 
-/// A running `asynqdeck serve`, killed on drop.
-struct Serve {
-    child: tokio::process::Child,
-    /// `http://127.0.0.1:PORT` (no trailing slash).
-    base: String,
-    /// Keeps the read end of stdout open.
-    _stdout: BufReader<tokio::process::ChildStdout>,
-}
-
-impl Serve {
-    /// Starts the binary with `args` plus `--listen 127.0.0.1:0` and waits
-    /// for the line naming the URL it serves at.
-    async fn start(args: &[&str]) -> Serve {
-        let mut child = tokio::process::Command::new(BIN)
-            .arg("serve")
-            .args(args)
-            .args(["--listen", "127.0.0.1:0"])
-            .env_clear()
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn asynqdeck serve");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        tokio::time::timeout(Duration::from_secs(15), stdout.read_line(&mut line))
-            .await
-            .expect("asynqdeck serve prints its URL")
-            .unwrap();
-        assert!(line.starts_with("asynqdeck serving http://"), "{line}");
-        let url = line.split_whitespace().nth(2).unwrap();
-        let base = url.trim_end_matches('/').to_string();
-        Serve {
-            child,
-            base,
-            _stdout: stdout,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id().expect("running") as i32
-    }
-
-    /// Sends SIGTERM and returns the exit code.
-    async fn terminate(mut self) -> Option<i32> {
-        unsafe {
-            libc::kill(self.pid(), libc::SIGTERM);
-        }
-        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
-            .await
-            .expect("asynqdeck exits after SIGTERM")
-            .unwrap();
-        status.code()
-    }
-
-    async fn get(&self, path: &str) -> (u16, String) {
-        http_get(&self.base, path).await
-    }
-}
-
-/// A plain HTTP/1.0 GET (the server then answers without chunking and
-/// closes): status and body.
-async fn http_get(base: &str, path: &str) -> (u16, String) {
-    let addr = base.trim_start_matches("http://");
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw))
-        .await
-        .expect("response in time")
-        .unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad response: {head}"));
-    (status, body.to_string())
-}
-
-/// Enqueues `pending` tasks and one task ("due") that failed and waits in
-/// retry with a score one second in the past, so the next forwarder tick
-/// moves it to pending.
-async fn seed(db: &TestDb, queue: &str, pending: usize) {
-    let client = Client::connect(&db.url()).await.unwrap();
-    let broker = Broker::connect(&db.url()).await.unwrap();
-    client
-        .enqueue(
-            &Task::new("job", b"{}".to_vec()),
-            EnqueueOptions::new().queue(queue).task_id("due"),
-        )
-        .await
-        .unwrap();
-    let now = chrono::Utc::now();
-    let leased = broker
-        .dequeue(queue, 1, now + chrono::Duration::seconds(30))
-        .await
-        .unwrap();
-    assert_eq!(leased.len(), 1);
-    let task = leased.into_iter().next().unwrap().unwrap();
-    assert_eq!(task.msg.id, "due");
-    broker
-        .retry(&task, now - chrono::Duration::seconds(1), "boom", true)
-        .await
-        .unwrap();
-    for i in 0..pending {
-        client
-            .enqueue(
-                &Task::new("job", b"{}".to_vec()),
-                EnqueueOptions::new().queue(queue).task_id(format!("p{i}")),
-            )
-            .await
-            .unwrap();
-    }
-}
-
 async fn state_of(inspector: &Inspector, queue: &str, id: &str) -> TaskState {
     inspector.get_task_info(queue, id).await.unwrap().state
 }
@@ -528,18 +409,29 @@ fn metric_line(metrics: &str, line: &str) -> bool {
 async fn serve_end_to_end_with_engine() {
     let db = support::redis();
     let queue = "cli-e2e";
-    seed(&db, queue, 3).await;
+    seed::due_and_pending(&db, queue, 3).await;
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     assert_eq!(state_of(&inspector, queue, "due").await, TaskState::Retry);
 
-    let serve = Serve::start(&["--redis-url", &db.url(), "--poll-interval", "1s"]).await;
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-url",
+            &db.url(),
+            "--poll-interval",
+            "1s",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
+    .await;
     let started = std::time::Instant::now();
 
-    let (status, body) = serve.get("/").await;
+    let (status, body) = serve.get("/").await.parts();
     assert_eq!(status, 200);
     assert!(body.contains(queue), "queue name missing from /");
 
-    let (status, metrics) = serve.get("/metrics").await;
+    let (status, metrics) = serve.get("/metrics").await.parts();
     assert_eq!(status, 200);
     for line in [
         "asynq_queue_size{queue=\"cli-e2e\"} 4",
@@ -607,7 +499,7 @@ async fn serve_end_to_end_with_engine() {
         started.elapsed()
     );
     let after = support::eventually(Duration::from_secs(5), || async {
-        let (_, m) = serve.get("/metrics").await;
+        let (_, m) = serve.get("/metrics").await.parts();
         metric_line(
             &m,
             "asynq_tasks_enqueued_total{queue=\"cli-e2e\",state=\"pending\"} 4",
@@ -641,17 +533,22 @@ async fn serve_end_to_end_with_engine() {
 async fn no_engine_moves_nothing() {
     let db = support::redis();
     let queue = "cli-no-engine";
-    seed(&db, queue, 0).await;
+    seed::due_and_pending(&db, queue, 0).await;
     let inspector = Inspector::connect(&db.url()).await.unwrap();
-    let serve = Serve::start(&[
-        "--redis-url",
-        &db.url(),
-        "--no-engine",
-        "--forwarder-interval",
-        "1s",
-    ])
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-url",
+            &db.url(),
+            "--no-engine",
+            "--forwarder-interval",
+            "1s",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
     .await;
-    let (status, body) = serve.get("/").await;
+    let (status, body) = serve.get("/").await.parts();
     assert_eq!(status, 200);
     assert!(body.contains(queue));
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -666,9 +563,20 @@ async fn no_engine_moves_nothing() {
 async fn engine_forwards_with_short_interval() {
     let db = support::redis();
     let queue = "cli-fast";
-    seed(&db, queue, 0).await;
+    seed::due_and_pending(&db, queue, 0).await;
     let inspector = Inspector::connect(&db.url()).await.unwrap();
-    let serve = Serve::start(&["--redis-url", &db.url(), "--forwarder-interval", "1s"]).await;
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-url",
+            &db.url(),
+            "--forwarder-interval",
+            "1s",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
+    .await;
     let moved = support::eventually(Duration::from_secs(3), || async {
         (state_of(&inspector, queue, "due").await == TaskState::Pending).then_some(())
     })
@@ -792,19 +700,24 @@ async fn tls_with_ca_file() {
     assert!(err.contains("UnknownIssuer"), "{err}");
 
     // asynqmon's spelling: --redis-addr + --redis-tls + --redis-ca-cert.
-    let serve = Serve::start(&[
-        "--redis-addr",
-        &addr,
-        "--redis-tls",
-        "127.0.0.1",
-        "--redis-ca-cert",
-        ca.to_str().unwrap(),
-        "--no-engine",
-    ])
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-addr",
+            &addr,
+            "--redis-tls",
+            "127.0.0.1",
+            "--redis-ca-cert",
+            ca.to_str().unwrap(),
+            "--no-engine",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
     .await;
-    let (status, _) = serve.get("/").await;
+    let (status, _) = serve.get("/").await.parts();
     assert_eq!(status, 200);
-    let (status, _) = serve.get("/metrics").await;
+    let (status, _) = serve.get("/metrics").await.parts();
     assert_eq!(status, 200);
     assert_eq!(serve.terminate().await, Some(0));
     let _ = std::fs::remove_dir_all(&dir);
@@ -818,7 +731,7 @@ async fn tls_with_ca_file() {
 #[tokio::test]
 async fn maintenance_picks_up_new_queues() {
     let db = support::redis();
-    seed(&db, "early", 0).await;
+    seed::due_and_pending(&db, "early", 0).await;
     let broker = Broker::connect(&db.url()).await.unwrap();
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     let config = MaintenanceConfig {
@@ -841,7 +754,7 @@ async fn maintenance_picks_up_new_queues() {
             .await
             .is_some()
     );
-    seed(&db, "late", 0).await;
+    seed::due_and_pending(&db, "late", 0).await;
     assert!(
         support::eventually(Duration::from_secs(3), || pending("late"))
             .await

@@ -9,83 +9,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use asynqdeck::broker::proto::TaskMessage;
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{QueueInfo, QueueSample, StatsHints, retry_growth};
 use asynqdeck::web::{AppState, MemoryEstimate, StatsCache, WebConfig};
 use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task};
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use chrono::{DateTime, Utc};
+use chrono::DateTime;
 use http_body_util::BodyExt;
-use prost::Message;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 use tower::ServiceExt;
 
-use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z.
-fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
-
-struct World {
-    client: Client,
-    inspector: Inspector,
-    clock: SimulatedClock,
-    conn: MultiplexedConnection,
-}
-
-/// A client and an inspector sharing one simulated clock set to [`now`].
-async fn setup(db: &TestDb) -> World {
-    let clock = SimulatedClock::new(now());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
-    World {
-        client: Client::from_broker(broker.clone()),
-        inspector: Inspector::from_broker(broker),
-        clock,
-        conn: db.raw().await,
-    }
-}
-
-/// Writes a task hash and puts its id in the zset of `state` (retry,
-/// archived or completed; score = now) or the active list.
-async fn seed(conn: &mut MultiplexedConnection, q: &str, id: &str, state: &str) {
-    let msg = TaskMessage {
-        r#type: "seeded".into(),
-        payload: format!("payload of {id}").into_bytes(),
-        id: id.into(),
-        queue: q.into(),
-        retry: 25,
-        timeout: 1800,
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let _: () = conn
-        .hset_multiple(
-            keys::task_key(q, id),
-            &[("msg", msg), ("state", state.as_bytes().to_vec())],
-        )
-        .await
-        .unwrap();
-    let score = now().timestamp();
-    let _: () = match state {
-        "active" => conn.lpush(keys::active_key(q), id).await.unwrap(),
-        "retry" => conn.zadd(keys::retry_key(q), id, score).await.unwrap(),
-        "archived" => conn.zadd(keys::archived_key(q), id, score).await.unwrap(),
-        "completed" => conn.zadd(keys::completed_key(q), id, score).await.unwrap(),
-        other => panic!("seed: unsupported state {other}"),
-    };
-    let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
-}
+use crate::support::clock::{Clocked as World, clocked_on, now};
+use crate::support::http;
+use crate::support::seed;
+use crate::support::{self};
 
 async fn enqueue(w: &World, q: &str, opts: EnqueueOptions) {
     w.client
@@ -112,12 +52,12 @@ async fn seed_queues(w: &mut World) {
     for g in ["g1", "g1", "g2"] {
         enqueue(w, q, EnqueueOptions::new().group(g)).await;
     }
-    seed(&mut w.conn, q, "a1", "active").await;
+    seed::seeded_unleased(&mut w.conn, q, "a1", "active").await;
     for i in 0..3 {
-        seed(&mut w.conn, q, &format!("r{i}"), "retry").await;
+        seed::seeded_unleased(&mut w.conn, q, &format!("r{i}"), "retry").await;
     }
-    seed(&mut w.conn, q, "x1", "archived").await;
-    seed(&mut w.conn, q, "c1", "completed").await;
+    seed::seeded_unleased(&mut w.conn, q, "x1", "archived").await;
+    seed::seeded_unleased(&mut w.conn, q, "c1", "completed").await;
     let today = now().date_naive();
     let _: () = w.conn.set(keys::processed_key(q, today), 7).await.unwrap();
     let _: () = w.conn.set(keys::failed_key(q, today), 2).await.unwrap();
@@ -129,7 +69,7 @@ async fn seed_queues(w: &mut World) {
         enqueue(w, "plain", EnqueueOptions::new()).await;
     }
     for i in 0..2 {
-        seed(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
+        seed::seeded_unleased(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
     }
     enqueue(w, "grouped", EnqueueOptions::new().group("only")).await;
 }
@@ -149,7 +89,7 @@ async fn info_without_memory(insp: &Inspector, q: &str) -> QueueInfo {
 #[tokio::test]
 async fn queues_stats_equals_queue_info_per_queue() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     let names = w.inspector.queues().await.unwrap();
     assert_eq!(names, ["critical", "grouped", "plain", "retrying"]);
@@ -221,12 +161,12 @@ async fn queues_stats_equals_queue_info_per_queue() {
 #[tokio::test]
 async fn queues_memory_usage_equals_per_queue_estimates() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     for i in 0..12 {
         for j in 0..(i % 4) {
             enqueue(&w, &format!("extra-{i:02}"), EnqueueOptions::new()).await;
-            seed(
+            seed::seeded_unleased(
                 &mut w.conn,
                 &format!("extra-{i:02}"),
                 &format!("r{j}"),
@@ -271,11 +211,11 @@ async fn queues_memory_usage_equals_per_queue_estimates() {
 #[tokio::test]
 async fn queues_stats_reads_any_number_of_queues() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     let names: Vec<String> = (0..130).map(|i| format!("q{i:03}")).collect();
     for (i, q) in names.iter().enumerate() {
         for j in 0..(i % 3) {
-            seed(&mut w.conn, q, &format!("r{j}"), "retry").await;
+            seed::seeded_unleased(&mut w.conn, q, &format!("r{j}"), "retry").await;
         }
         let _: () = w.conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     }
@@ -294,7 +234,7 @@ async fn queues_stats_reads_any_number_of_queues() {
 #[tokio::test]
 async fn one_corrupt_queue_fails_only_its_row() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     enqueue(&w, "typed", EnqueueOptions::new()).await;
     let _: () = w
@@ -395,7 +335,7 @@ async fn assert_rows_exact(w: &World, rows: &[asynqdeck::inspector::QueueStatsRo
 #[tokio::test]
 async fn hints_never_change_the_numbers() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     enqueue(&w, "typed", EnqueueOptions::new()).await;
     let names = w.inspector.queues().await.unwrap();
@@ -424,16 +364,16 @@ async fn hints_never_change_the_numbers() {
     // `plain` (pending only) gets every other kind; `retrying` loses its
     // retry set; `typed` gets an active "list" that is a string.
     let q = "plain";
-    seed(&mut w.conn, q, "a1", "active").await;
+    seed::seeded_unleased(&mut w.conn, q, "a1", "active").await;
     enqueue(
         &w,
         q,
         EnqueueOptions::new().process_in(Duration::from_secs(60)),
     )
     .await;
-    seed(&mut w.conn, q, "r1", "retry").await;
-    seed(&mut w.conn, q, "x1", "archived").await;
-    seed(&mut w.conn, q, "c1", "completed").await;
+    seed::seeded_unleased(&mut w.conn, q, "r1", "retry").await;
+    seed::seeded_unleased(&mut w.conn, q, "x1", "archived").await;
+    seed::seeded_unleased(&mut w.conn, q, "c1", "completed").await;
     enqueue(&w, q, EnqueueOptions::new().group("g")).await;
     let _: () = w.conn.del(keys::retry_key("retrying")).await.unwrap();
     let _: () = w
@@ -484,7 +424,7 @@ async fn hints_never_change_the_numbers() {
 #[tokio::test]
 async fn queue_list_changes_and_script_flush_are_seen() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     for q in ["a", "b"] {
         enqueue(&w, q, EnqueueOptions::new()).await;
     }
@@ -555,7 +495,7 @@ async fn write_series(conn: &mut MultiplexedConnection, q: &str, samples: &[(i64
 #[tokio::test]
 async fn growth_from_the_reduced_read_equals_the_full_read() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     // Every 5 s for 2 h (older than the 1 h window: not read), growing.
     let long: Vec<(i64, i64, &str)> = (0..1440).map(|i| (i * 5, 2000 - i, "")).collect();
     // Irregular: gaps, and two engines sampling the same seconds.
@@ -588,7 +528,7 @@ async fn growth_from_the_reduced_read_equals_the_full_read() {
     ];
     let mut names = Vec::new();
     for (q, samples) in &series {
-        seed(&mut w.conn, q, "r0", "retry").await;
+        seed::seeded_unleased(&mut w.conn, q, "r0", "retry").await;
         write_series(&mut w.conn, q, samples).await;
         names.push(q.to_string());
     }
@@ -658,17 +598,6 @@ async fn growth_from_the_reduced_read_equals_the_full_read() {
     assert_eq!((g.last_1h.from, g.last_1h.to), (4, 91));
 }
 
-async fn get(app: &Router, path: &str) -> (StatusCode, String) {
-    let res = app
-        .clone()
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = res.status();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
-}
-
 /// Pending count of `q` in a snapshot.
 fn pending(snap: &asynqdeck::web::Snapshot, q: &str) -> i64 {
     snap.queues
@@ -688,7 +617,7 @@ fn pending(snap: &asynqdeck::web::Snapshot, q: &str) -> i64 {
 #[tokio::test]
 async fn memory_estimate_arrives_in_the_background() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     let state = AppState::new(
         w.inspector.clone(),
@@ -707,12 +636,12 @@ async fn memory_estimate_arrives_in_the_background() {
             .iter()
             .all(|r| r.info.as_ref().unwrap().memory_usage == 0)
     );
-    let (_, html) = get(&app, "/").await;
+    let (_, html) = http::get(&app, "/").await.parts();
     assert!(
         html.contains(r#"<td class="num" title="Being estimated in the background; shown at the next refresh">…</td>"#),
         "{html}"
     );
-    let (_, metrics) = get(&app, "/metrics").await;
+    let (_, metrics) = http::get(&app, "/metrics").await.parts();
     assert!(
         !metrics.contains("asynq_queue_memory_usage_approx_bytes{"),
         "{metrics}"
@@ -742,17 +671,17 @@ async fn memory_estimate_arrives_in_the_background() {
         assert_eq!(row.info.as_ref().unwrap().memory_usage, expected);
     }
     let plain = w.inspector.queue_memory_usage("plain").await.unwrap();
-    let (_, html) = get(&app, "/").await;
+    let (_, html) = http::get(&app, "/").await.parts();
     let cell = format!(
         r#"<td class="num" title="Estimated by sampling at 2026-03-10 12:00:00 UTC; refreshed at most every 5 minutes">{}</td>"#,
         asynqdeck::web::format::bytes(plain)
     );
     assert!(html.contains(&cell), "{cell} in {html}");
-    let (_, json) = get(&app, "/api/queues").await;
+    let (_, json) = http::get(&app, "/api/queues").await.parts();
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["queues"][2]["queue"], "plain");
     assert_eq!(json["queues"][2]["memory_usage_bytes"], plain);
-    let (_, metrics) = get(&app, "/metrics").await;
+    let (_, metrics) = http::get(&app, "/metrics").await.parts();
     assert!(
         metrics.contains(&format!(
             "asynq_queue_memory_usage_approx_bytes{{queue=\"plain\"}} {plain}"
@@ -795,7 +724,7 @@ async fn memory_estimate_arrives_in_the_background() {
 #[tokio::test]
 async fn previous_slot_is_served_while_refreshing() {
     let db = support::redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     enqueue(&w, "q", EnqueueOptions::new()).await;
     let cache = StatsCache::new(Duration::from_secs(60));
 
@@ -841,7 +770,7 @@ async fn previous_slot_is_served_while_refreshing() {
 #[tokio::test]
 async fn invalidate_gives_fresh_numbers() {
     let db = support::redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     enqueue(&w, "q", EnqueueOptions::new()).await;
     let cache = StatsCache::new(Duration::from_secs(60));
     assert_eq!(pending(&*cache.get(&w.inspector).await, "q"), 1);
@@ -862,7 +791,7 @@ async fn invalidate_gives_fresh_numbers() {
     // The queues page's pause action answers with the refreshed row.
     let state = AppState::new(w.inspector.clone(), WebConfig::default());
     let app = asynqdeck::web::router(state.clone());
-    let (_, html) = get(&app, "/").await;
+    let (_, html) = http::get(&app, "/").await.parts();
     assert!(
         html.contains(r#"<span class="badge run">run</span>"#),
         "{html}"
@@ -894,7 +823,7 @@ async fn invalidate_gives_fresh_numbers() {
 #[tokio::test]
 async fn refused_memory_usage_is_na_in_its_cell() {
     let db = support::redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     seed_queues(&mut w).await;
     let user = format!("no-memory-{}", db.db);
     let _: () = redis::cmd("ACL")
@@ -933,7 +862,7 @@ async fn refused_memory_usage_is_na_in_its_cell() {
         err.contains("The user executing the script can't run this command"),
         "{err}"
     );
-    let (status, html) = get(&app, "/").await;
+    let (status, html) = http::get(&app, "/").await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(
         html.contains(&format!(
@@ -1021,12 +950,12 @@ async fn tracking_clients(conn: &mut MultiplexedConnection) -> Vec<String> {
 #[tokio::test]
 async fn tracked_hints_read_only_what_changed_and_stay_exact() {
     let db = support::private_redis();
-    let mut w = setup(&db).await;
+    let mut w = clocked_on(db.clone(), now()).await;
     for _ in 0..4 {
         enqueue(&w, "plain", EnqueueOptions::new()).await;
     }
     for i in 0..2 {
-        seed(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
+        seed::seeded_unleased(&mut w.conn, "retrying", &format!("r{i}"), "retry").await;
     }
     enqueue(&w, "held", EnqueueOptions::new()).await;
     w.inspector.pause_queue("held").await.unwrap();
@@ -1146,7 +1075,9 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
         (
             "a retry task",
             Box::new(|mut c| {
-                Box::pin(async move { seed(&mut c, "retrying", "r9", "retry").await })
+                Box::pin(
+                    async move { seed::seeded_unleased(&mut c, "retrying", "r9", "retry").await },
+                )
             }),
         ),
         (
@@ -1167,7 +1098,9 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
         ),
         (
             "an active task where none was",
-            Box::new(|mut c| Box::pin(async move { seed(&mut c, "held", "a1", "active").await })),
+            Box::new(|mut c| {
+                Box::pin(async move { seed::seeded_unleased(&mut c, "held", "a1", "active").await })
+            }),
         ),
         (
             "the next task taken",
@@ -1284,9 +1217,11 @@ async fn tracked_hints_without_tracking_read_uncached() {
         .with_clock(Arc::new(clock.clone()));
     let w = World {
         client: Client::from_broker(broker.clone()),
-        inspector: Inspector::from_broker(broker),
+        inspector: Inspector::from_broker(broker.clone()),
         clock,
         conn: db.raw().await,
+        db,
+        broker,
     };
     enqueue(&w, "plain", EnqueueOptions::new()).await;
     let names = vec!["plain".to_string()];
@@ -1311,7 +1246,7 @@ async fn tracked_hints_without_tracking_read_uncached() {
 #[tokio::test]
 async fn tracked_hints_do_not_freeze_a_queue_changing_during_reads() {
     let db = support::private_redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     enqueue(&w, "flood", EnqueueOptions::new()).await;
     let names = vec!["flood".to_string()];
     let mut hints = StatsHints::tracked();
@@ -1350,7 +1285,7 @@ async fn tracked_hints_do_not_freeze_a_queue_changing_during_reads() {
 #[tokio::test]
 async fn the_first_queue_appears_after_an_empty_list() {
     let db = support::redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     let cache = StatsCache::new(Duration::from_secs(60));
     assert!(cache.get(&w.inspector).await.queues.is_empty());
     enqueue(&w, "first", EnqueueOptions::new()).await;
@@ -1371,7 +1306,7 @@ async fn the_first_queue_appears_after_an_empty_list() {
 #[tokio::test]
 async fn tracked_hints_read_everything_again_after_five_minutes() {
     let db = support::private_redis();
-    let w = setup(&db).await;
+    let w = clocked_on(db.clone(), now()).await;
     enqueue(&w, "q", EnqueueOptions::new()).await;
     let names = vec!["q".to_string()];
     // Database 1 holds `q` with three pending tasks; prepared first, as a

@@ -2,87 +2,17 @@
 //! `queue_info` numbers, daily history, groups, pause/unpause and queue
 //! deletion (wire spec §6.4, §9.5–9.8, §14.5, §14.10, §14.11).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use asynqdeck::broker::proto::TaskMessage;
-use asynqdeck::broker::{Broker, keys};
-use asynqdeck::clock::SimulatedClock;
+use asynqdeck::broker::keys;
 use asynqdeck::inspector::{DailyStats, GroupInfo};
-use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task};
-use chrono::{DateTime, Utc};
-use prost::Message;
+use asynqdeck::{EnqueueOptions, Error, Task};
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 
-use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z.
-fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
-
-/// A client and an inspector sharing one simulated clock set to [`now`].
-async fn setup(db: &TestDb) -> (Client, Inspector, SimulatedClock, MultiplexedConnection) {
-    let clock = SimulatedClock::new(now());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
-    (
-        Client::from_broker(broker.clone()),
-        Inspector::from_broker(broker),
-        clock,
-        db.raw().await,
-    )
-}
-
-/// Writes a task hash (`msg`, `state`) and puts the id in the container of
-/// `state` as a Go server would: active → `active` list + lease; retry,
-/// archived, completed → their zset (score = now); pending → `pending` list
-/// without `pending_since`. Registers the queue.
-async fn seed(conn: &mut MultiplexedConnection, q: &str, id: &str, state: &str) {
-    let msg = TaskMessage {
-        r#type: "seeded".into(),
-        payload: format!("payload of {id}").into_bytes(),
-        id: id.into(),
-        queue: q.into(),
-        retry: 25,
-        timeout: 1800,
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let _: () = conn
-        .hset_multiple(
-            keys::task_key(q, id),
-            &[("msg", msg), ("state", state.as_bytes().to_vec())],
-        )
-        .await
-        .unwrap();
-    let score = now().timestamp();
-    match state {
-        "pending" => {
-            let _: () = conn.lpush(keys::pending_key(q), id).await.unwrap();
-        }
-        "active" => {
-            let _: () = conn.lpush(keys::active_key(q), id).await.unwrap();
-            let _: () = conn.zadd(keys::lease_key(q), id, score + 30).await.unwrap();
-        }
-        "retry" => {
-            let _: () = conn.zadd(keys::retry_key(q), id, score).await.unwrap();
-        }
-        "archived" => {
-            let _: () = conn.zadd(keys::archived_key(q), id, score).await.unwrap();
-        }
-        "completed" => {
-            let _: () = conn.zadd(keys::completed_key(q), id, score).await.unwrap();
-        }
-        other => panic!("seed: unsupported state {other}"),
-    }
-    let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
-}
+use crate::support::clock::{Clocked, clocked_on, now};
+use crate::support::seed;
+use crate::support::{self};
 
 /// Every key of the queue, sorted.
 async fn queue_keys(conn: &mut MultiplexedConnection, q: &str) -> Vec<String> {
@@ -99,7 +29,13 @@ async fn queue_keys(conn: &mut MultiplexedConnection, q: &str) -> Vec<String> {
 #[tokio::test]
 async fn queue_info_counts_every_state_as_go() {
     let db = support::redis();
-    let (client, inspector, clock, mut conn) = setup(&db).await;
+    let Clocked {
+        client,
+        inspector,
+        clock,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "critical";
     let opts = || EnqueueOptions::new().queue(q);
     // The first pending task is the rightmost one: it runs next and sets the latency.
@@ -130,15 +66,15 @@ async fn queue_info_counts_every_state_as_go() {
             .await
             .unwrap();
     }
-    seed(&mut conn, q, "active-1", "active").await;
+    seed::seeded(&mut conn, q, "active-1", "active").await;
     for i in 0..4 {
-        seed(&mut conn, q, &format!("retry-{i}"), "retry").await;
+        seed::seeded(&mut conn, q, &format!("retry-{i}"), "retry").await;
     }
     for i in 0..5 {
-        seed(&mut conn, q, &format!("archived-{i}"), "archived").await;
+        seed::seeded(&mut conn, q, &format!("archived-{i}"), "archived").await;
     }
     for i in 0..6 {
-        seed(&mut conn, q, &format!("completed-{i}"), "completed").await;
+        seed::seeded(&mut conn, q, &format!("completed-{i}"), "completed").await;
     }
     let today = now().date_naive();
     let yesterday = today.pred_opt().unwrap();
@@ -187,8 +123,12 @@ async fn queue_info_counts_every_state_as_go() {
 #[tokio::test]
 async fn queue_info_latency_zero_without_pending_since() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
-    seed(&mut conn, "q", "r1", "retry").await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
+    seed::seeded(&mut conn, "q", "r1", "retry").await;
     let info = inspector.queue_info("q").await.unwrap();
     assert_eq!(info.latency, Duration::ZERO);
     assert_eq!(
@@ -202,7 +142,7 @@ async fn queue_info_latency_zero_without_pending_since() {
     );
     assert_eq!((info.size, info.groups, info.paused), (1, 0, false));
 
-    seed(&mut conn, "q", "p1", "pending").await;
+    seed::seeded(&mut conn, "q", "p1", "pending").await;
     let info = inspector.queue_info("q").await.unwrap();
     assert_eq!(info.pending, 1);
     assert_eq!(info.latency, Duration::ZERO);
@@ -285,7 +225,12 @@ async fn expected_memory(conn: &mut MultiplexedConnection, q: &str) -> i64 {
 #[tokio::test]
 async fn memory_usage_is_the_sampled_estimate() {
     let db = support::redis();
-    let (client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        client,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "mem";
     for i in 0..25 {
         let payload = vec![b'x'; 10 + i * 37];
@@ -295,7 +240,7 @@ async fn memory_usage_is_the_sampled_estimate() {
             .unwrap();
     }
     for i in 0..3 {
-        seed(&mut conn, q, &format!("done-{i}"), "completed").await;
+        seed::seeded(&mut conn, q, &format!("done-{i}"), "completed").await;
     }
     client
         .enqueue(
@@ -324,7 +269,11 @@ async fn memory_usage_is_the_sampled_estimate() {
 #[tokio::test]
 async fn queue_info_errors() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     match inspector.queue_info("nope").await {
         Err(Error::QueueNotFound { queue }) => assert_eq!(queue, "nope"),
         other => panic!("expected QueueNotFound, got {other:?}"),
@@ -333,7 +282,7 @@ async fn queue_info_errors() {
         inspector.queue_info(" ").await,
         Err(Error::InvalidQueueName)
     ));
-    seed(&mut conn, "q", "r1", "retry").await;
+    seed::seeded(&mut conn, "q", "r1", "retry").await;
     let _: () = conn.set(keys::failed_total_key("q"), "lots").await.unwrap();
     match inspector.queue_info("q").await {
         Err(Error::Corrupt { key, .. }) => assert_eq!(key, "asynq:{q}:failed"),
@@ -345,7 +294,9 @@ async fn queue_info_errors() {
 #[tokio::test]
 async fn queues_are_listed_sorted() {
     let db = support::redis();
-    let (client, inspector, _clock, _conn) = setup(&db).await;
+    let Clocked {
+        client, inspector, ..
+    } = clocked_on(db.clone(), now()).await;
     assert_eq!(inspector.queues().await.unwrap(), Vec::<String>::new());
     for q in ["zeta", "alpha", "mid"] {
         client
@@ -364,7 +315,11 @@ async fn queues_are_listed_sorted() {
 #[tokio::test]
 async fn history_reads_daily_counters_today_first() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "hist";
     let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     let day = |i: i64| (now() - chrono::Duration::days(i)).date_naive();
@@ -390,7 +345,11 @@ async fn history_reads_daily_counters_today_first() {
 #[tokio::test]
 async fn history_over_many_days() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "long";
     let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     let day = |i: i64| (now() - chrono::Duration::days(i)).date_naive();
@@ -420,7 +379,11 @@ async fn history_over_many_days() {
 #[tokio::test]
 async fn history_errors() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let _: () = conn.sadd(keys::ALL_QUEUES, "q").await.unwrap();
     for q in ["q", "unknown"] {
         match inspector.history(q, 0).await {
@@ -450,7 +413,9 @@ async fn history_errors() {
 #[tokio::test]
 async fn groups_with_sizes_sorted() {
     let db = support::redis();
-    let (client, inspector, _clock, _conn) = setup(&db).await;
+    let Clocked {
+        client, inspector, ..
+    } = clocked_on(db.clone(), now()).await;
     for g in ["b", "b", "a", "c", "b"] {
         client
             .enqueue(
@@ -481,7 +446,11 @@ async fn groups_with_sizes_sorted() {
 #[tokio::test]
 async fn pause_and_unpause() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "never-enqueued";
     inspector.pause_queue(q).await.unwrap();
     let stored: String = conn.get(keys::paused_key(q)).await.unwrap();
@@ -523,9 +492,14 @@ async fn pause_and_unpause() {
 #[tokio::test]
 async fn delete_queue_refuses_non_empty_queue() {
     let db = support::redis();
-    let (client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        client,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     for state in ["pending", "active", "retry", "archived", "completed"] {
-        seed(&mut conn, state, "t1", state).await;
+        seed::seeded(&mut conn, state, "t1", state).await;
     }
     client
         .enqueue(
@@ -584,7 +558,11 @@ async fn delete_queue_refuses_non_empty_queue() {
 #[tokio::test]
 async fn delete_empty_queue_without_force() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "empty";
     let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     let _: () = conn.set(keys::processed_total_key(q), 3).await.unwrap();
@@ -603,9 +581,13 @@ async fn delete_empty_queue_without_force() {
 #[tokio::test]
 async fn force_delete_refuses_active_tasks() {
     let db = support::redis();
-    let (_client, inspector, _clock, mut conn) = setup(&db).await;
-    seed(&mut conn, "busy", "a1", "active").await;
-    seed(&mut conn, "busy", "p1", "pending").await;
+    let Clocked {
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
+    seed::seeded(&mut conn, "busy", "a1", "active").await;
+    seed::seeded(&mut conn, "busy", "p1", "pending").await;
     let before = queue_keys(&mut conn, "busy").await;
     match inspector.delete_queue("busy", true).await {
         Err(Error::FailedPrecondition(text)) => {
@@ -625,17 +607,22 @@ async fn force_delete_refuses_active_tasks() {
 #[tokio::test]
 async fn force_delete_removes_every_task_key() {
     let db = support::redis();
-    let (client, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        client,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let q = "doomed";
     for i in 0..250 {
-        seed(&mut conn, q, &format!("p{i}"), "pending").await;
+        seed::seeded(&mut conn, q, &format!("p{i}"), "pending").await;
     }
     for i in 0..150 {
-        seed(&mut conn, q, &format!("a{i}"), "archived").await;
+        seed::seeded(&mut conn, q, &format!("a{i}"), "archived").await;
     }
     for i in 0..3 {
-        seed(&mut conn, q, &format!("r{i}"), "retry").await;
-        seed(&mut conn, q, &format!("c{i}"), "completed").await;
+        seed::seeded(&mut conn, q, &format!("r{i}"), "retry").await;
+        seed::seeded(&mut conn, q, &format!("c{i}"), "completed").await;
         client
             .enqueue(
                 &Task::new("t", b"x".to_vec()),
@@ -672,7 +659,7 @@ async fn force_delete_removes_every_task_key() {
         .await
         .unwrap();
     inspector.pause_queue(q).await.unwrap();
-    seed(&mut conn, "other", "keep", "pending").await;
+    seed::seeded(&mut conn, "other", "keep", "pending").await;
 
     inspector.delete_queue(q, true).await.unwrap();
     // Counters and the paused flag go too (issue 12 R14; Go keeps them).

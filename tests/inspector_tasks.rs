@@ -13,21 +13,16 @@ use asynqdeck::broker::{ARCHIVE_RETENTION, Broker, MAX_ARCHIVE_SIZE, keys};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{Page, TaskRow};
 use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task, TaskState};
-use chrono::{DateTime, Utc};
 use prost::Message;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection as Conn;
 
+use crate::support::clock::at;
+use crate::support::seed::{self, GROUP, msg_bytes};
 use crate::support::{self, TestDb};
 
 /// The fixed "now" of inspectors built with [`inspector_at`].
 const NOW: i64 = 1_800_000_000;
-/// Group used by [`seed`] for aggregating tasks.
-const GROUP: &str = "grp";
-
-fn at(s: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp(s, 0).unwrap()
-}
 
 /// An inspector whose clock is fixed at `now` (unix s).
 async fn inspector_at(db: &TestDb, now: i64) -> Inspector {
@@ -36,60 +31,6 @@ async fn inspector_at(db: &TestDb, now: i64) -> Inspector {
         .unwrap()
         .with_clock(Arc::new(SimulatedClock::new(at(now))));
     Inspector::from_broker(broker)
-}
-
-fn msg_bytes(q: &str, id: &str) -> Vec<u8> {
-    TaskMessage {
-        r#type: "t".into(),
-        payload: id.as_bytes().to_vec(),
-        id: id.into(),
-        queue: q.into(),
-        retry: 25,
-        timeout: 1800,
-        ..Default::default()
-    }
-    .encode_to_vec()
-}
-
-/// Writes a task in `state` the way Go leaves it: hash with msg and state,
-/// id in the state's container scored `score` (active: lease expiry;
-/// aggregating: group [`GROUP`] with the hash field `group`), queue registered.
-async fn seed(conn: &mut Conn, q: &str, id: &str, state: &str, score: i64) {
-    let _: () = conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
-    let task_key = keys::task_key(q, id);
-    let _: () = conn
-        .hset_multiple(
-            &task_key,
-            &[
-                ("msg", msg_bytes(q, id)),
-                ("state", state.as_bytes().to_vec()),
-            ],
-        )
-        .await
-        .unwrap();
-    match state {
-        "pending" => {
-            let _: () = conn.lpush(keys::pending_key(q), id).await.unwrap();
-        }
-        "active" => {
-            let _: () = conn.lpush(keys::active_key(q), id).await.unwrap();
-            let _: () = conn.zadd(keys::lease_key(q), id, score).await.unwrap();
-        }
-        "aggregating" => {
-            let _: () = conn.hset(&task_key, "group", GROUP).await.unwrap();
-            let _: () = conn
-                .zadd(keys::group_key(q, GROUP), id, score)
-                .await
-                .unwrap();
-            let _: () = conn.sadd(keys::all_groups_key(q), GROUP).await.unwrap();
-        }
-        s => {
-            let _: () = conn
-                .zadd(format!("{}{s}", keys::queue_prefix(q)), id, score)
-                .await
-                .unwrap();
-        }
-    }
 }
 
 async fn state_of(conn: &mut Conn, q: &str, id: &str) -> Option<String> {
@@ -196,7 +137,7 @@ async fn zero_page_is_invalid_argument() {
     );
     let db = support::redis();
     let mut conn = db.raw().await;
-    seed(&mut conn, "q", "a", "pending", 0).await;
+    seed::task(&mut conn, "q", "a", "pending", 0).await;
     let insp = inspector_at(&db, NOW).await;
     let bad = Page {
         number: 0,
@@ -223,7 +164,7 @@ async fn zset_listings_ascend_by_score() {
     let insp = inspector_at(&db, NOW).await;
     for state in ["scheduled", "retry", "archived", "completed"] {
         for (id, score) in [("c", NOW + 300), ("a", NOW + 100), ("b", NOW + 200)] {
-            seed(&mut conn, "q", &format!("{state}-{id}"), state, score).await;
+            seed::task(&mut conn, "q", &format!("{state}-{id}"), state, score).await;
         }
     }
     let _: () = conn
@@ -287,9 +228,9 @@ async fn zset_listings_ascend_by_score() {
 async fn active_listing_marks_expired_leases() {
     let db = support::redis();
     let mut conn = db.raw().await;
-    seed(&mut conn, "q", "gone", "active", NOW - 10).await;
-    seed(&mut conn, "q", "edge", "active", NOW).await;
-    seed(&mut conn, "q", "live", "active", NOW + 30).await;
+    seed::task(&mut conn, "q", "gone", "active", NOW - 10).await;
+    seed::task(&mut conn, "q", "edge", "active", NOW).await;
+    seed::task(&mut conn, "q", "live", "active", NOW + 30).await;
     let insp = inspector_at(&db, NOW).await;
     let rows = insp
         .list_tasks("q", TaskState::Active, Page::default())
@@ -311,8 +252,8 @@ async fn active_listing_marks_expired_leases() {
 async fn aggregating_listing() {
     let db = support::redis();
     let mut conn = db.raw().await;
-    seed(&mut conn, "q", "late", "aggregating", NOW + 5).await;
-    seed(&mut conn, "q", "early", "aggregating", NOW - 5).await;
+    seed::task(&mut conn, "q", "late", "aggregating", NOW + 5).await;
+    seed::task(&mut conn, "q", "early", "aggregating", NOW - 5).await;
     let insp = inspector_at(&db, NOW).await;
     let rows = insp
         .list_aggregating_tasks("q", GROUP, Page::default())
@@ -343,8 +284,8 @@ async fn aggregating_listing() {
 async fn corrupt_and_missing_tasks_in_listings() {
     let db = support::redis();
     let mut conn = db.raw().await;
-    seed(&mut conn, "q", "good", "pending", 0).await;
-    seed(&mut conn, "q", "bad", "pending", 0).await;
+    seed::task(&mut conn, "q", "good", "pending", 0).await;
+    seed::task(&mut conn, "q", "bad", "pending", 0).await;
     let _: () = conn.lpush(keys::pending_key("q"), "ghost").await.unwrap();
     let _: () = conn
         .hset(keys::task_key("q", "bad"), "msg", vec![0x0a, 0x05, b'a'])
@@ -414,9 +355,9 @@ async fn get_task_info_maps_fields() {
         .hset(keys::task_key("q", "p1"), "result", b"r".to_vec())
         .await
         .unwrap();
-    seed(&mut conn, "q", "s1", "scheduled", NOW + 50).await;
-    seed(&mut conn, "q", "r1", "retry", NOW + 60).await;
-    seed(&mut conn, "q", "a1", "archived", NOW - 60).await;
+    seed::task(&mut conn, "q", "s1", "scheduled", NOW + 50).await;
+    seed::task(&mut conn, "q", "r1", "retry", NOW + 60).await;
+    seed::task(&mut conn, "q", "a1", "archived", NOW - 60).await;
     let insp = inspector_at(&db, NOW).await;
 
     let p = insp.get_task_info("q", "p1").await.unwrap();
@@ -539,12 +480,12 @@ async fn run_task_moves_to_pending() {
     let db = support::redis();
     let mut conn = db.raw().await;
     for state in ["scheduled", "retry", "archived", "completed"] {
-        seed(&mut conn, "q", state, state, NOW).await;
+        seed::task(&mut conn, "q", state, state, NOW).await;
     }
-    seed(&mut conn, "q", "agg1", "aggregating", NOW).await;
-    seed(&mut conn, "q", "agg2", "aggregating", NOW).await;
-    seed(&mut conn, "q", "act", "active", NOW + 30).await;
-    seed(&mut conn, "q", "pend", "pending", 0).await;
+    seed::task(&mut conn, "q", "agg1", "aggregating", NOW).await;
+    seed::task(&mut conn, "q", "agg2", "aggregating", NOW).await;
+    seed::task(&mut conn, "q", "act", "active", NOW + 30).await;
+    seed::task(&mut conn, "q", "pend", "pending", 0).await;
     let insp = inspector_at(&db, NOW).await;
 
     for state in ["scheduled", "retry", "archived", "completed"] {
@@ -624,11 +565,11 @@ async fn archive_task_moves_to_archive() {
         .unwrap();
     let lock = keys::unique_key("q", "u", Some(b"1"));
     for state in ["scheduled", "retry", "completed"] {
-        seed(&mut conn, "q", state, state, NOW + 100).await;
+        seed::task(&mut conn, "q", state, state, NOW + 100).await;
     }
-    seed(&mut conn, "q", "agg", "aggregating", NOW).await;
-    seed(&mut conn, "q", "act", "active", NOW + 30).await;
-    seed(&mut conn, "q", "arch", "archived", NOW - 5).await;
+    seed::task(&mut conn, "q", "agg", "aggregating", NOW).await;
+    seed::task(&mut conn, "q", "act", "active", NOW + 30).await;
+    seed::task(&mut conn, "q", "arch", "archived", NOW - 5).await;
     let msg_before: Vec<u8> = conn.hget(keys::task_key("q", "pend"), "msg").await.unwrap();
     let insp = inspector_at(&db, NOW).await;
 
@@ -717,11 +658,11 @@ async fn delete_task_removes_hash_and_lock() {
         .await
         .unwrap();
     for state in ["retry", "archived", "completed"] {
-        seed(&mut conn, "q", state, state, NOW).await;
+        seed::task(&mut conn, "q", state, state, NOW).await;
     }
-    seed(&mut conn, "q", "act", "active", NOW + 30).await;
+    seed::task(&mut conn, "q", "act", "active", NOW + 30).await;
     // A task whose lock was taken over by another task keeps that lock.
-    seed(&mut conn, "q", "stale", "retry", NOW).await;
+    seed::task(&mut conn, "q", "stale", "retry", NOW).await;
     let other_lock = keys::unique_key("q", "u", Some(b"x"));
     let _: () = conn
         .hset(keys::task_key("q", "stale"), "unique_key", &other_lock)
@@ -772,19 +713,19 @@ async fn run_all_moves_every_task() {
     let db = support::redis();
     let mut conn = db.raw().await;
     for (i, score) in [30, 10, 20].into_iter().enumerate() {
-        seed(&mut conn, "q", &format!("s{i}"), "scheduled", NOW + score).await;
+        seed::task(&mut conn, "q", &format!("s{i}"), "scheduled", NOW + score).await;
     }
     for i in 0..2 {
-        seed(&mut conn, "q", &format!("r{i}"), "retry", NOW).await;
+        seed::task(&mut conn, "q", &format!("r{i}"), "retry", NOW).await;
     }
-    seed(&mut conn, "q", "a0", "archived", NOW).await;
+    seed::task(&mut conn, "q", "a0", "archived", NOW).await;
     // An id without a hash is dropped, not moved.
     let _: () = conn
         .zadd(keys::archived_key("q"), "ghost", NOW)
         .await
         .unwrap();
-    seed(&mut conn, "q", "g0", "aggregating", NOW).await;
-    seed(&mut conn, "q", "g1", "aggregating", NOW).await;
+    seed::task(&mut conn, "q", "g0", "aggregating", NOW).await;
+    seed::task(&mut conn, "q", "g1", "aggregating", NOW).await;
     let insp = inspector_at(&db, NOW).await;
 
     assert_eq!(insp.run_all("q", TaskState::Scheduled).await.unwrap(), 3);
@@ -838,12 +779,12 @@ async fn archive_all_moves_every_task() {
     let db = support::redis();
     let mut conn = db.raw().await;
     for i in 0..3 {
-        seed(&mut conn, "q", &format!("p{i}"), "pending", 0).await;
+        seed::task(&mut conn, "q", &format!("p{i}"), "pending", 0).await;
     }
-    seed(&mut conn, "q", "s0", "scheduled", NOW + 10).await;
-    seed(&mut conn, "q", "r0", "retry", NOW + 10).await;
-    seed(&mut conn, "q", "r1", "retry", NOW + 10).await;
-    seed(&mut conn, "q", "g0", "aggregating", NOW).await;
+    seed::task(&mut conn, "q", "s0", "scheduled", NOW + 10).await;
+    seed::task(&mut conn, "q", "r0", "retry", NOW + 10).await;
+    seed::task(&mut conn, "q", "r1", "retry", NOW + 10).await;
+    seed::task(&mut conn, "q", "g0", "aggregating", NOW).await;
     let insp = inspector_at(&db, NOW).await;
 
     assert_eq!(insp.archive_all("q", TaskState::Pending).await.unwrap(), 3);
@@ -923,7 +864,7 @@ async fn delete_all_deletes_tasks_and_locks() {
         .unwrap();
     for state in ["retry", "archived", "completed"] {
         for i in 0..2 {
-            seed(&mut conn, "q", &format!("{state}{i}"), state, NOW).await;
+            seed::task(&mut conn, "q", &format!("{state}{i}"), state, NOW).await;
         }
     }
     let insp = inspector_at(&db, NOW).await;
@@ -1035,7 +976,7 @@ async fn archive_task_trims_to_max_size_and_retention() {
     let mut conn = db.raw().await;
     seed_archive(&mut conn, "q", "r", MAX_ARCHIVE_SIZE, NOW - 1000).await;
     seed_archive(&mut conn, "q", "old", 3, NOW - RETENTION_S - 100).await;
-    seed(&mut conn, "q", "new", "pending", 0).await;
+    seed::task(&mut conn, "q", "new", "pending", 0).await;
     let oldest = format!("r{:05}", MAX_ARCHIVE_SIZE - 1);
     let insp = inspector_at(&db, NOW).await;
 
@@ -1069,9 +1010,9 @@ async fn archive_task_trims_to_max_size_and_retention() {
 async fn archive_age_cutoff_is_inclusive() {
     let db = support::redis();
     let mut conn = db.raw().await;
-    seed(&mut conn, "q", "at-cutoff", "archived", NOW - RETENTION_S).await;
-    seed(&mut conn, "q", "after", "archived", NOW - RETENTION_S + 1).await;
-    seed(&mut conn, "q", "new", "retry", NOW).await;
+    seed::task(&mut conn, "q", "at-cutoff", "archived", NOW - RETENTION_S).await;
+    seed::task(&mut conn, "q", "after", "archived", NOW - RETENTION_S + 1).await;
+    seed::task(&mut conn, "q", "new", "retry", NOW).await;
     let insp = inspector_at(&db, NOW).await;
     insp.archive_task("q", "new").await.unwrap();
     assert_eq!(
@@ -1093,7 +1034,7 @@ async fn archive_task_trims_thousands_of_stale_entries() {
     let db = support::redis();
     let mut conn = db.raw().await;
     seed_archive(&mut conn, "q", "stale", 9_500, NOW - RETENTION_S - 1).await;
-    seed(&mut conn, "q", "new", "scheduled", NOW + 60).await;
+    seed::task(&mut conn, "q", "new", "scheduled", NOW + 60).await;
     let insp = inspector_at(&db, NOW).await;
     insp.archive_task("q", "new").await.unwrap();
     assert_eq!(
@@ -1112,9 +1053,9 @@ async fn archive_all_trims_the_archive() {
     seed_archive(&mut conn, "q", "stale", 120, NOW - RETENTION_S).await;
     seed_archive(&mut conn, "q", "r", MAX_ARCHIVE_SIZE - 2, NOW - 1000).await;
     for i in 0..3 {
-        seed(&mut conn, "q", &format!("p{i}"), "pending", 0).await;
+        seed::task(&mut conn, "q", &format!("p{i}"), "pending", 0).await;
     }
-    seed(&mut conn, "q", "g0", "aggregating", NOW).await;
+    seed::task(&mut conn, "q", "g0", "aggregating", NOW).await;
     let insp = inspector_at(&db, NOW).await;
 
     assert_eq!(insp.archive_all("q", TaskState::Pending).await.unwrap(), 3);
@@ -1140,7 +1081,7 @@ async fn archive_all_trims_the_archive() {
 async fn update_task_payload_keeps_unknown_fields() {
     let db = support::redis();
     let mut conn = db.raw().await;
-    seed(&mut conn, "q", "s", "scheduled", NOW + 600).await;
+    seed::task(&mut conn, "q", "s", "scheduled", NOW + 600).await;
     let task_key = keys::task_key("q", "s");
     let future: Vec<u8> = [&[0x82, 0x01, 6][..], b"future"].concat();
     let mut with_future = msg_bytes("q", "s");
@@ -1150,7 +1091,7 @@ async fn update_task_payload_keeps_unknown_fields() {
         .hset(&task_key, "unique_key", "asynq:{q}:unique:t:abc")
         .await
         .unwrap();
-    seed(&mut conn, "q", "p", "pending", 0).await;
+    seed::task(&mut conn, "q", "p", "pending", 0).await;
     let insp = inspector_at(&db, NOW).await;
 
     let info = insp

@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use asynqdeck::broker::keys;
 use asynqdeck::broker::proto::WireTask;
-use asynqdeck::broker::{Broker, keys};
-use asynqdeck::clock::SimulatedClock;
 use asynqdeck::server::forwarder::Forwarder;
 use asynqdeck::server::healthcheck::HealthChecker;
 use asynqdeck::server::heartbeat::{
@@ -24,53 +23,15 @@ use asynqdeck::server::recoverer::{RecoverOutcome, Recoverer};
 use asynqdeck::server::subscriber::Subscriber;
 use asynqdeck::server::syncer::{SyncOutcome, SyncRequest, Syncer};
 use asynqdeck::server::{RetryDelayFunc, TaskError};
-use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task, TaskState};
+use asynqdeck::{EnqueueOptions, Error, Inspector, Task, TaskState};
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z.
-fn t0() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
-
-fn secs(n: i64) -> chrono::Duration {
-    chrono::Duration::seconds(n)
-}
-
-struct Env {
-    db: TestDb,
-    broker: Broker,
-    client: Client,
-    inspector: Inspector,
-    clock: SimulatedClock,
-    conn: MultiplexedConnection,
-}
-
-/// A fresh database; broker, client and inspector share one clock at [`t0`].
-async fn setup() -> Env {
-    let db = support::redis();
-    let clock = SimulatedClock::new(t0());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
-    let conn = db.raw().await;
-    Env {
-        client: Client::from_broker(broker.clone()),
-        inspector: Inspector::from_broker(broker.clone()),
-        db,
-        broker,
-        clock,
-        conn,
-    }
-}
+use crate::support::clock::{Clocked as Env, clocked, now, secs};
+use crate::support::{self};
 
 /// Enqueues one task per type in `queue` and leases them all until `lease_until`.
 async fn lease(
@@ -126,20 +87,20 @@ fn always_failure() -> Arc<dyn Fn(&TaskError) -> bool + Send + Sync> {
 /// polled the same way once due. Exact states, order and scores.
 #[tokio::test]
 async fn forwarder_tick_moves_due_retry_and_scheduled_tasks_only() {
-    let mut env = setup().await;
+    let mut env = clocked(now()).await;
     let q = "default";
-    let leased = lease(&env, q, &["r0", "r1"], 25, t0() + secs(30)).await;
+    let leased = lease(&env, q, &["r0", "r1"], 25, now() + secs(30)).await;
     let (r0, r1) = (&leased[0], &leased[1]);
-    env.broker.retry(r0, t0(), "boom", true).await.unwrap();
+    env.broker.retry(r0, now(), "boom", true).await.unwrap();
     env.broker
-        .retry(r1, t0() + secs(60), "boom", true)
+        .retry(r1, now() + secs(60), "boom", true)
         .await
         .unwrap();
     let s0 = env
         .client
         .enqueue(
             &Task::new("s0", b"".to_vec()),
-            EnqueueOptions::new().process_at(t0() + secs(5)),
+            EnqueueOptions::new().process_at(now() + secs(5)),
         )
         .await
         .unwrap();
@@ -147,7 +108,7 @@ async fn forwarder_tick_moves_due_retry_and_scheduled_tasks_only() {
         .client
         .enqueue(
             &Task::new("s1", b"".to_vec()),
-            EnqueueOptions::new().process_at(t0() + secs(100)),
+            EnqueueOptions::new().process_at(now() + secs(100)),
         )
         .await
         .unwrap();
@@ -165,7 +126,7 @@ async fn forwarder_tick_moves_due_retry_and_scheduled_tasks_only() {
     assert_eq!(info.retried, 1);
     let info = env.inspector.get_task_info(q, &r1.msg.id).await.unwrap();
     assert_eq!(info.state, TaskState::Retry);
-    assert_eq!(info.next_process_at, Some(t0() + secs(60)));
+    assert_eq!(info.next_process_at, Some(now() + secs(60)));
 
     env.clock.advance(Duration::from_secs(5));
     assert_eq!(forwarder.tick().await.unwrap(), 1);
@@ -177,7 +138,7 @@ async fn forwarder_tick_moves_due_retry_and_scheduled_tasks_only() {
     );
     let info = env.inspector.get_task_info(q, &s1.id).await.unwrap();
     assert_eq!(info.state, TaskState::Scheduled);
-    assert_eq!(info.next_process_at, Some(t0() + secs(100)));
+    assert_eq!(info.next_process_at, Some(now() + secs(100)));
     assert_eq!(
         env.inspector
             .get_task_info(q, &r1.msg.id)
@@ -194,10 +155,10 @@ async fn forwarder_tick_moves_due_retry_and_scheduled_tasks_only() {
 /// start, and `run` ends promptly once shutdown is cancelled.
 #[tokio::test]
 async fn forwarder_run_polls_after_one_interval_and_stops_on_shutdown() {
-    let env = setup().await;
-    let leased = lease(&env, "default", &["r"], 25, t0() + secs(30)).await;
+    let env = clocked(now()).await;
+    let leased = lease(&env, "default", &["r"], 25, now() + secs(30)).await;
     env.broker
-        .retry(&leased[0], t0(), "boom", true)
+        .retry(&leased[0], now(), "boom", true)
         .await
         .unwrap();
     let forwarder = Forwarder::new(
@@ -228,7 +189,7 @@ async fn forwarder_run_polls_after_one_interval_and_stops_on_shutdown() {
 /// hash and zset member both, and leaves the others.
 #[tokio::test]
 async fn janitor_tick_deletes_only_expired_completed_tasks() {
-    let mut env = setup().await;
+    let mut env = clocked(now()).await;
     let mut ids = Vec::new();
     for (queue, retention) in [("default", 10), ("default", 3600), ("low", 10)] {
         let opts = EnqueueOptions::new()
@@ -240,7 +201,7 @@ async fn janitor_tick_deletes_only_expired_completed_tasks() {
             .unwrap();
         let task = env
             .broker
-            .dequeue(queue, 1, t0() + secs(30))
+            .dequeue(queue, 1, now() + secs(30))
             .await
             .unwrap()
             .remove(0)
@@ -269,7 +230,7 @@ async fn janitor_tick_deletes_only_expired_completed_tasks() {
             .unwrap();
         if i == 1 {
             assert!(exists);
-            assert_eq!(score, Some((t0() + secs(3600)).timestamp()));
+            assert_eq!(score, Some((now() + secs(3600)).timestamp()));
         } else {
             assert!(!exists, "expired completed task {id} must be deleted");
             assert_eq!(score, None);
@@ -282,7 +243,7 @@ async fn janitor_tick_deletes_only_expired_completed_tasks() {
 /// tick (the broker loops until a batch comes back short).
 #[tokio::test]
 async fn janitor_tick_with_small_batches_deletes_the_whole_backlog() {
-    let mut env = setup().await;
+    let mut env = clocked(now()).await;
     for _ in 0..5 {
         let opts = EnqueueOptions::new().retention(Duration::from_secs(1));
         env.client
@@ -292,7 +253,7 @@ async fn janitor_tick_with_small_batches_deletes_the_whole_backlog() {
     }
     for task in env
         .broker
-        .dequeue("default", 5, t0() + secs(30))
+        .dequeue("default", 5, now() + secs(30))
         .await
         .unwrap()
     {
@@ -318,7 +279,7 @@ async fn janitor_tick_with_small_batches_deletes_the_whole_backlog() {
 /// promptly on shutdown.
 #[tokio::test]
 async fn janitor_run_stops_on_shutdown() {
-    let env = setup().await;
+    let env = clocked(now()).await;
     let janitor = Janitor::new(
         env.broker.clone(),
         vec!["default".into()],
@@ -341,11 +302,11 @@ async fn janitor_run_stops_on_shutdown() {
 /// only 10 s old (inside the 30 s cutoff) is left alone.
 #[tokio::test]
 async fn recoverer_retries_a_task_whose_lease_expired_two_minutes_ago() {
-    let mut env = setup().await;
-    let old = lease(&env, "default", &["email"], 3, t0() - secs(120))
+    let mut env = clocked(now()).await;
+    let old = lease(&env, "default", &["email"], 3, now() - secs(120))
         .await
         .remove(0);
-    let recent = lease(&env, "default", &["recent"], 3, t0() - secs(10))
+    let recent = lease(&env, "default", &["recent"], 3, now() - secs(10))
         .await
         .remove(0);
 
@@ -394,8 +355,8 @@ async fn recoverer_retries_a_task_whose_lease_expired_two_minutes_ago() {
     assert_eq!(info.state, TaskState::Retry);
     assert_eq!(info.retried, 1);
     assert_eq!(info.last_err, "asynq: task lease expired");
-    assert_eq!(info.last_failed_at, Some(t0()));
-    assert_eq!(info.next_process_at, Some(t0() + secs(42)));
+    assert_eq!(info.last_failed_at, Some(now()));
+    assert_eq!(info.next_process_at, Some(now() + secs(42)));
     assert_eq!(
         lease_score(&mut env.conn, "default", &old.msg.id).await,
         None
@@ -417,7 +378,7 @@ async fn recoverer_retries_a_task_whose_lease_expired_two_minutes_ago() {
     assert_eq!(info.last_err, "");
     assert_eq!(
         lease_score(&mut env.conn, "default", &recent.msg.id).await,
-        Some((t0() - secs(10)).timestamp())
+        Some((now() - secs(10)).timestamp())
     );
 
     // The boundary: a lease exactly 30 s old is taken.
@@ -439,8 +400,8 @@ async fn recoverer_retries_a_task_whose_lease_expired_two_minutes_ago() {
 /// called (S6).
 #[tokio::test]
 async fn recoverer_archives_a_task_out_of_retries() {
-    let mut env = setup().await;
-    let task = lease(&env, "default", &["t"], 0, t0() - secs(120))
+    let mut env = clocked(now()).await;
+    let task = lease(&env, "default", &["t"], 0, now() - secs(120))
         .await
         .remove(0);
     let called = Arc::new(AtomicUsize::new(0));
@@ -474,21 +435,21 @@ async fn recoverer_archives_a_task_out_of_retries() {
     assert_eq!(info.retried, 0);
     assert_eq!(info.max_retry, 0);
     assert_eq!(info.last_err, "asynq: task lease expired");
-    assert_eq!(info.last_failed_at, Some(t0()));
+    assert_eq!(info.last_failed_at, Some(now()));
     let score: Option<i64> = env
         .conn
         .zscore(keys::archived_key("default"), &task.msg.id)
         .await
         .unwrap();
-    assert_eq!(score, Some(t0().timestamp()));
+    assert_eq!(score, Some(now().timestamp()));
 }
 
 /// S24, wire spec §7.5: when `is_failure(LeaseExpired)` is false the task is
 /// still retried, but Retried and the failed counter do not grow.
 #[tokio::test]
 async fn recoverer_respects_is_failure() {
-    let mut env = setup().await;
-    let task = lease(&env, "default", &["t"], 5, t0() - secs(120))
+    let mut env = clocked(now()).await;
+    let task = lease(&env, "default", &["t"], 5, now() - secs(120))
         .await
         .remove(0);
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -517,7 +478,7 @@ async fn recoverer_respects_is_failure() {
     assert_eq!(info.state, TaskState::Retry);
     assert_eq!(info.retried, 0);
     assert_eq!(info.last_err, "asynq: task lease expired");
-    assert_eq!(info.next_process_at, Some(t0()));
+    assert_eq!(info.next_process_at, Some(now()));
     let failed: Option<i64> = env
         .conn
         .get(keys::failed_total_key("default"))
@@ -531,8 +492,8 @@ async fn recoverer_respects_is_failure() {
 /// same pass is still recovered (never a panic, never a failed pass).
 #[tokio::test]
 async fn recoverer_skips_a_corrupt_entry_and_recovers_the_rest() {
-    let mut env = setup().await;
-    let task = lease(&env, "default", &["t"], 5, t0() - secs(120))
+    let mut env = clocked(now()).await;
+    let task = lease(&env, "default", &["t"], 5, now() - secs(120))
         .await
         .remove(0);
     let _: () = env
@@ -545,7 +506,7 @@ async fn recoverer_skips_a_corrupt_entry_and_recovers_the_rest() {
         .zadd(
             keys::lease_key("default"),
             "bad",
-            (t0() - secs(120)).timestamp(),
+            (now() - secs(120)).timestamp(),
         )
         .await
         .unwrap();
@@ -593,8 +554,8 @@ async fn recoverer_skips_a_corrupt_entry_and_recovers_the_rest() {
 /// exactly once (the loser sees NOT FOUND or no longer lists it).
 #[tokio::test]
 async fn concurrent_recoverers_move_a_task_once() {
-    let env = setup().await;
-    let task = lease(&env, "default", &["t"], 5, t0() - secs(120))
+    let env = clocked(now()).await;
+    let task = lease(&env, "default", &["t"], 5, now() - secs(120))
         .await
         .remove(0);
     let make = || {
@@ -624,8 +585,8 @@ async fn concurrent_recoverers_move_a_task_once() {
 /// wait), and `run` stops promptly on shutdown.
 #[tokio::test]
 async fn recoverer_run_passes_at_start_and_stops_on_shutdown() {
-    let env = setup().await;
-    let task = lease(&env, "default", &["t"], 5, t0() - secs(120))
+    let env = clocked(now()).await;
+    let task = lease(&env, "default", &["t"], 5, now() - secs(120))
         .await
         .remove(0);
     let recoverer = Recoverer::new(
@@ -678,11 +639,11 @@ fn heartbeat_config(interval: Duration) -> HeartbeatConfig {
 /// cancels, without extending, a task whose local lease lapsed.
 #[tokio::test]
 async fn heartbeat_tick_publishes_state_extends_leases_and_cancels_lapsed() {
-    let mut env = setup().await;
-    let tasks = lease(&env, "default", &["live", "lapsed"], 25, t0() + secs(30)).await;
+    let mut env = clocked(now()).await;
+    let tasks = lease(&env, "default", &["live", "lapsed"], 25, now() + secs(30)).await;
     let inflight = Arc::new(InFlight::default());
-    let live = running(&tasks[0], t0() - secs(3), t0() + secs(5));
-    let lapsed = running(&tasks[1], t0() - secs(2), t0() - secs(1));
+    let live = running(&tasks[0], now() - secs(3), now() + secs(5));
+    let lapsed = running(&tasks[1], now() - secs(2), now() - secs(1));
     inflight.insert(live.clone());
     inflight.insert(lapsed.clone());
     let status = Arc::new(Mutex::new(ServerStatus::Active));
@@ -725,15 +686,15 @@ async fn heartbeat_tick_publishes_state_extends_leases_and_cancels_lapsed() {
     );
     assert!(s.strict_priority);
     assert_eq!(s.status, "active");
-    assert_eq!(s.started, Some(t0()));
+    assert_eq!(s.started, Some(now()));
     assert_eq!(s.active_workers.len(), 2);
     let w = &s.active_workers[0];
     assert_eq!(w.task_id, tasks[0].msg.id);
     assert_eq!(w.task_type, "live");
     assert_eq!(w.task_payload, b"live".to_vec());
     assert_eq!(w.queue, "default");
-    assert_eq!(w.started, Some(t0() - secs(3)));
-    assert_eq!(w.deadline, Some(t0() - secs(3) + secs(1800)));
+    assert_eq!(w.started, Some(now() - secs(3)));
+    assert_eq!(w.deadline, Some(now() - secs(3) + secs(1800)));
     assert_eq!(s.active_workers[1].task_id, tasks[1].msg.id);
 
     let server_key = keys::server_info_key(&id.host, id.pid, &id.server_id);
@@ -744,21 +705,21 @@ async fn heartbeat_tick_publishes_state_extends_leases_and_cancels_lapsed() {
         .zscore(keys::ALL_SERVERS, &server_key)
         .await
         .unwrap();
-    assert_eq!(score, Some((t0() + secs(10)).timestamp()));
+    assert_eq!(score, Some((now() + secs(10)).timestamp()));
 
     assert_eq!(
         lease_score(&mut env.conn, "default", &tasks[0].msg.id).await,
-        Some((t0() + secs(30)).timestamp())
+        Some((now() + secs(30)).timestamp())
     );
-    assert_eq!(live.lease_until(), t0() + secs(30));
+    assert_eq!(live.lease_until(), now() + secs(30));
     assert!(!live.cancel.is_cancelled());
     assert_eq!(live.cancel_reason(), None);
 
     assert_eq!(
         lease_score(&mut env.conn, "default", &tasks[1].msg.id).await,
-        Some((t0() + secs(30)).timestamp())
+        Some((now() + secs(30)).timestamp())
     );
-    assert_eq!(lapsed.lease_until(), t0() - secs(1));
+    assert_eq!(lapsed.lease_until(), now() - secs(1));
     assert!(lapsed.cancel.is_cancelled());
     assert_eq!(lapsed.cancel_reason(), Some(CancelReason::LeaseExpired));
 
@@ -784,12 +745,12 @@ async fn heartbeat_tick_publishes_state_extends_leases_and_cancels_lapsed() {
 /// shutdown clears the server's info key, workers hash and registry entries.
 #[tokio::test]
 async fn heartbeat_run_beats_then_clears_state_on_shutdown() {
-    let mut env = setup().await;
-    let task = lease(&env, "default", &["t"], 25, t0() + secs(30))
+    let mut env = clocked(now()).await;
+    let task = lease(&env, "default", &["t"], 25, now() + secs(30))
         .await
         .remove(0);
     let inflight = Arc::new(InFlight::default());
-    inflight.insert(running(&task, t0(), t0() + secs(30)));
+    inflight.insert(running(&task, now(), now() + secs(30)));
     let status = Arc::new(Mutex::new(ServerStatus::Active));
     let hb = Heartbeat::new(
         env.broker.clone(),
@@ -844,7 +805,7 @@ async fn heartbeat_run_beats_then_clears_state_on_shutdown() {
 /// (ids of other tests may pass by: pub/sub ignores the database).
 #[tokio::test]
 async fn broker_subscription_yields_published_ids() {
-    let env = setup().await;
+    let env = clocked(now()).await;
     let mut ids = env.broker.subscribe_cancellations().await.unwrap();
     let want = uuid::Uuid::new_v4().to_string();
     env.broker.publish_cancelation(&want).await.unwrap();
@@ -895,12 +856,12 @@ async fn pubsub_client_id(conn: &mut MultiplexedConnection, db: u32) -> Option<S
 /// and keeps cancelling; `run` stops promptly on shutdown.
 #[tokio::test]
 async fn subscriber_cancels_the_named_running_task_and_resubscribes() {
-    let mut env = setup().await;
-    let tasks = lease(&env, "default", &["a", "b", "c"], 25, t0() + secs(30)).await;
+    let mut env = clocked(now()).await;
+    let tasks = lease(&env, "default", &["a", "b", "c"], 25, now() + secs(30)).await;
     let inflight = Arc::new(InFlight::default());
     let runs: Vec<Arc<Running>> = tasks
         .iter()
-        .map(|t| running(t, t0(), t0() + secs(30)))
+        .map(|t| running(t, now(), now() + secs(30)))
         .collect();
     for r in &runs {
         inflight.insert(r.clone());
@@ -991,21 +952,21 @@ fn outcome(succeeded: usize, pending: usize, dropped: usize, refused: usize) -> 
 /// next tick (deadline == now is still tried).
 #[tokio::test]
 async fn syncer_retries_until_success_and_drops_expired_requests() {
-    let env = setup().await;
+    let env = clocked(now()).await;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let syncer = Syncer::new(env.broker.clone(), rx, Duration::from_secs(5));
 
     let flaky = Arc::new(AtomicUsize::new(0));
     tx.send(SyncRequest::new(
         "retry flaky",
-        t0() + secs(30),
+        now() + secs(30),
         counting_op(flaky.clone(), 2),
     ))
     .unwrap();
     let stale = Arc::new(AtomicUsize::new(0));
     tx.send(SyncRequest::new(
         "done stale",
-        t0() - secs(1),
+        now() - secs(1),
         counting_op(stale.clone(), 0),
     ))
     .unwrap();
@@ -1019,7 +980,7 @@ async fn syncer_retries_until_success_and_drops_expired_requests() {
     assert_eq!(stale.load(Ordering::SeqCst), 0);
 
     let doomed = Arc::new(AtomicUsize::new(0));
-    tx.send(SyncRequest::from_fn("archive doomed", t0() + secs(10), {
+    tx.send(SyncRequest::from_fn("archive doomed", now() + secs(10), {
         let doomed = doomed.clone();
         move || {
             let doomed = doomed.clone();
@@ -1047,11 +1008,11 @@ async fn syncer_retries_until_success_and_drops_expired_requests() {
 /// dropped after that one attempt, not retried until its deadline.
 #[tokio::test]
 async fn syncer_drops_a_refused_write() {
-    let env = setup().await;
+    let env = clocked(now()).await;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let syncer = Syncer::new(env.broker.clone(), rx, Duration::from_secs(5));
     let calls = Arc::new(AtomicUsize::new(0));
-    tx.send(SyncRequest::from_fn("retry gone", t0() + secs(30), {
+    tx.send(SyncRequest::from_fn("retry gone", now() + secs(30), {
         let calls = calls.clone();
         move || {
             let calls = calls.clone();
@@ -1074,20 +1035,20 @@ async fn syncer_drops_a_refused_write() {
 /// even when the interval never elapsed, and `run` then ends.
 #[tokio::test]
 async fn syncer_makes_one_last_attempt_on_shutdown() {
-    let env = setup().await;
+    let env = clocked(now()).await;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let syncer = Syncer::new(env.broker.clone(), rx, Duration::from_secs(3600));
     let ok = Arc::new(AtomicUsize::new(0));
     let failing = Arc::new(AtomicUsize::new(0));
     tx.send(SyncRequest::new(
         "ok",
-        t0() + secs(30),
+        now() + secs(30),
         counting_op(ok.clone(), 0),
     ))
     .unwrap();
     tx.send(SyncRequest::new(
         "failing",
-        t0() + secs(30),
+        now() + secs(30),
         counting_op(failing.clone(), usize::MAX),
     ))
     .unwrap();
@@ -1112,7 +1073,7 @@ async fn syncer_makes_one_last_attempt_on_shutdown() {
 /// when it answers; `run` checks every interval and stops on shutdown.
 #[tokio::test]
 async fn healthcheck_reports_a_healthy_redis() {
-    let env = setup().await;
+    let env = clocked(now()).await;
     let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
     let s = seen.clone();
     let callback =

@@ -18,23 +18,19 @@ use std::time::Duration;
 use asynqdeck::broker::proto::{SchedulerEntry, Timestamp};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::inspector::{SweepBudget, SweepCount};
-use asynqdeck::web::{AppState, WebConfig};
+use asynqdeck::web::WebConfig;
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
-use axum::Router;
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
-use http_body_util::BodyExt;
+use axum::http::{Method, StatusCode};
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection as Conn;
 use serde_json::Value;
-use tower::ServiceExt;
 
 use crate::support::htmx::{HxRequest, continuation, field, form_body, hx_request};
+use crate::support::http::{self, Dashboard, Reply};
 use crate::support::{self, TestDb};
 
 struct Setup {
-    app: Router,
-    token: String,
+    dash: Dashboard,
     insp: Inspector,
     broker: Broker,
     client: Client,
@@ -49,10 +45,8 @@ async fn setup_with(db: &TestDb, config: WebConfig) -> Setup {
 async fn setup_budget(db: &TestDb, config: WebConfig, budget: SweepBudget) -> Setup {
     let broker = Broker::connect(&db.url()).await.unwrap();
     let insp = Inspector::from_broker(broker.clone()).with_sweep_budget(budget);
-    let state = AppState::new(insp.clone(), config);
     Setup {
-        token: state.csrf_token.to_string(),
-        app: asynqdeck::web::router(state),
+        dash: Dashboard::new(insp.clone(), config),
         insp,
         broker,
         client: Client::connect(&db.url()).await.unwrap(),
@@ -64,68 +58,17 @@ async fn setup(db: &TestDb) -> Setup {
     setup_with(db, WebConfig::default()).await
 }
 
-struct Answer {
-    status: StatusCode,
-    body: String,
-}
+/// The dashboard's requests (`s.post(...)`, `s.app`, `s.token`) are the
+/// shared [`Dashboard`]'s.
+impl std::ops::Deref for Setup {
+    type Target = Dashboard;
 
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}), status {}: {}", self.status, self.body))
-    }
-}
-
-/// Sends a request; `htmx` adds `HX-Request`, `token` the CSRF header.
-async fn send(app: &Router, method: Method, uri: &str, htmx: bool, token: Option<&str>) -> Answer {
-    send_body(app, method, uri, htmx, token, String::new()).await
-}
-
-/// [`send`] with a form body (`a=1&b=2`).
-async fn send_body(
-    app: &Router,
-    method: Method,
-    uri: &str,
-    htmx: bool,
-    token: Option<&str>,
-    body: String,
-) -> Answer {
-    let mut req = Request::builder().method(method).uri(uri);
-    if htmx {
-        req = req.header("HX-Request", "true");
-    }
-    if let Some(t) = token {
-        req = req
-            .header("X-CSRF-Token", t)
-            .header("content-type", "application/x-www-form-urlencoded");
-    }
-    let resp = app
-        .clone()
-        .oneshot(req.body(Body::from(body)).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    Answer {
-        status,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
+    fn deref(&self) -> &Dashboard {
+        &self.dash
     }
 }
 
 impl Setup {
-    async fn get(&self, uri: &str) -> Answer {
-        send(&self.app, Method::GET, uri, true, None).await
-    }
-
-    async fn api(&self, method: Method, uri: &str) -> Answer {
-        send(&self.app, method, uri, false, None).await
-    }
-
-    /// An HTML action: POST as htmx with the CSRF token.
-    async fn post(&self, uri: &str) -> Answer {
-        send(&self.app, Method::POST, uri, true, Some(&self.token)).await
-    }
-
     async fn exists(&mut self, key: &str) -> bool {
         self.raw.exists(key).await.unwrap()
     }
@@ -162,7 +105,7 @@ async fn r10_big_payload_rows_show_exactly_their_head() {
     assert_eq!(hex.len(), 200);
     let a200 = "a".repeat(200);
 
-    let tab = s.get("/queues/default/pending").await;
+    let tab = s.hx_get("/queues/default/pending").await;
     assert_eq!(tab.status, StatusCode::OK, "{}", tab.body);
     assert_eq!(
         count(
@@ -287,7 +230,7 @@ async fn r11_scheduler_entries_are_paged() {
     let bad = s.api(Method::GET, "/api/scheduler_entries?page=0").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
 
-    let page = s.get("/schedulers").await;
+    let page = s.hx_get("/schedulers").await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(count(&page.body, "<tr class=\"entry\">"), 20);
     assert!(page.body.contains("1–20 of 5000"), "{}", page.body);
@@ -297,7 +240,7 @@ async fn r11_scheduler_entries_are_paged() {
         "page is {} bytes",
         page.body.len()
     );
-    let last = s.get("/schedulers?page=100&size=50").await;
+    let last = s.hx_get("/schedulers?page=100&size=50").await;
     assert_eq!(count(&last.body, "<tr class=\"entry\">"), 50);
     assert!(last.body.contains("4951–5000 of 5000"));
     assert!(last.body.contains(&format!(">{} <button", all[4999])));
@@ -309,7 +252,7 @@ async fn r11_scheduler_entries_are_paged() {
         "{}",
         &last.body[..600]
     );
-    let bad = s.get("/schedulers?page=0").await;
+    let bad = s.hx_get("/schedulers?page=0").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
 }
 
@@ -371,7 +314,7 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     assert_eq!(del.status, StatusCode::NO_CONTENT, "{}", del.body);
     assert!(!s.exists(&keys::task_key("default", "lb1")).await);
 
-    let page = s.get("/queues/default/tasks/lb2").await;
+    let page = s.hx_get("/queues/default/tasks/lb2").await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(
         page.body
@@ -382,18 +325,21 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     assert_eq!(count(&page.body, "data-op=\"delete\""), 1);
     assert_eq!(count(&page.body, "data-op=\"run\""), 0);
     let run = s
-        .post("/queues/default/tasks/lb2/run?from=task&tab=archived")
+        .post("/queues/default/tasks/lb2/run?from=task&tab=archived", "")
         .await;
     assert_eq!(run.status, StatusCode::BAD_REQUEST, "{}", run.body);
     let del = s
-        .post("/queues/default/tasks/lb2/delete?from=task&tab=archived")
+        .post(
+            "/queues/default/tasks/lb2/delete?from=task&tab=archived",
+            "",
+        )
         .await;
     assert_eq!(del.status, StatusCode::OK, "{}", del.body);
     assert!(!s.exists(&keys::task_key("default", "lb2")).await);
 
     // An archived task in its set is not left behind.
     archived_task(&s, "default", "ok1", EnqueueOptions::new()).await;
-    let page = s.get("/queues/default/tasks/ok1").await;
+    let page = s.hx_get("/queues/default/tasks/ok1").await;
     assert!(!page.body.contains("Left behind"));
     assert_eq!(count(&page.body, "data-op=\"run\""), 1);
 
@@ -424,7 +370,7 @@ async fn r12_left_behind_task_is_shown_and_deleted_never_5xx() {
     }
     for op in ["run", "archive", "delete"] {
         let a = s
-            .post(&format!("/queues/default/tasks/ghost/{op}?from=task"))
+            .post(&format!("/queues/default/tasks/ghost/{op}?from=task"), "")
             .await;
         assert_eq!(a.status, StatusCode::NOT_FOUND, "{op}: {}", a.body);
     }
@@ -626,13 +572,13 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
     assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
 
     // Without the CSRF token, and in read-only mode: refused.
-    let refused = send_body(
+    let refused = http::as_page(
         &s.app,
         Method::POST,
         "/queues/default/left_behind/delete",
         true,
         None,
-        "cursor=0".into(),
+        "cursor=0",
     )
     .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
@@ -644,7 +590,7 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
         },
     )
     .await;
-    let refused = ro.post("/queues/default/left_behind/delete").await;
+    let refused = ro.post("/queues/default/left_behind/delete", "").await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     let refused = ro
         .api(
@@ -653,7 +599,7 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
         )
         .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
-    let ro_page = ro.get("/queues/default/left_behind").await;
+    let ro_page = ro.hx_get("/queues/default/left_behind").await;
     assert!(!ro_page.body.contains("left_behind/delete"));
     assert_eq!(dbsize(&mut s).await, size, "refusals delete nothing");
 
@@ -695,14 +641,14 @@ async fn r12_left_behind_sweep_counts_then_deletes_only_them() {
 
 impl Setup {
     /// Sends `r` as htmx would (HX-Request, the CSRF header, the form).
-    async fn hx(&self, r: &HxRequest) -> Answer {
-        send_body(
+    async fn hx(&self, r: &HxRequest) -> Reply {
+        http::as_page(
             &self.app,
             r.method.clone(),
             &r.url,
             true,
             Some(&self.token),
-            form_body(&r.fields),
+            &form_body(&r.fields),
         )
         .await
     }
@@ -726,12 +672,13 @@ async fn r12_left_behind_page_follows_the_htmx_continuation() {
     let size = dbsize(&mut s).await;
 
     // The page (no htmx): the first slice, its continuation, a no-JS link.
-    let page = send(
+    let page = http::as_page(
         &s.app,
         Method::GET,
         &format!("{Q_URL}/left_behind"),
         false,
         None,
+        "",
     )
     .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
@@ -793,7 +740,7 @@ async fn r12_left_behind_page_follows_the_htmx_continuation() {
         ONE_STEP,
     )
     .await;
-    let ro_page = ro.get(&format!("{Q_URL}/left_behind")).await;
+    let ro_page = ro.hx_get(&format!("{Q_URL}/left_behind")).await;
     assert!(
         !ro_page.body.contains("left_behind/delete"),
         "{}",
@@ -811,13 +758,13 @@ async fn r12_left_behind_page_follows_the_htmx_continuation() {
         "{next:?}"
     );
     assert_eq!(ro.hx(&next).await.status, StatusCode::FORBIDDEN);
-    let no_token = send_body(
+    let no_token = http::as_page(
         &s.app,
         Method::POST,
         &next.url,
         true,
         None,
-        form_body(&next.fields),
+        &form_body(&next.fields),
     )
     .await;
     assert_eq!(no_token.status, StatusCode::FORBIDDEN);

@@ -8,34 +8,14 @@ use std::time::Duration;
 
 use asynqdeck::broker::keys;
 use asynqdeck::server::{
-    Config, ErrorHandler, Handler, ServeMux, Server, ShutdownHandle, SkipRetry, TaskContext,
-    TaskError, handler_fn,
+    Config, ErrorHandler, Handler, ServeMux, SkipRetry, TaskContext, TaskError, handler_fn,
 };
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
 use futures_util::future::BoxFuture;
 use redis::AsyncCommands;
 
 use crate::support;
-
-/// Runs `handler` on a server for `db` until the returned handle shuts it down.
-async fn start(
-    db: &support::TestDb,
-    handler: impl Handler,
-    config: Config,
-) -> (
-    ShutdownHandle,
-    tokio::task::JoinHandle<asynqdeck::Result<()>>,
-) {
-    let server = Server::connect(&db.url(), config).await.unwrap();
-    let handle = server.shutdown_handle();
-    let run = tokio::spawn(server.run_until(handler, std::future::pending()));
-    (handle, run)
-}
-
-async fn stop(handle: ShutdownHandle, run: tokio::task::JoinHandle<asynqdeck::Result<()>>) {
-    handle.shutdown();
-    run.await.unwrap().unwrap();
-}
+use crate::support::server::start;
 
 /// The task's info once `ok` holds for it (30 s at most).
 async fn task_when(
@@ -111,7 +91,7 @@ async fn r1_a_panic_in_any_phase_of_handler_code_is_a_panic_error_failure() {
         error_handler: Some(error_handler),
         ..Config::default()
     };
-    let (handle, run) = start(&db, mux, config).await;
+    let server = start(&db, config, mux).await;
     for _ in 0..100 {
         client
             .enqueue(&Task::new("quick", b"ok".to_vec()), EnqueueOptions::new())
@@ -149,7 +129,7 @@ async fn r1_a_panic_in_any_phase_of_handler_code_is_a_panic_error_failure() {
         );
     }
     let q = inspector.queue_info("default").await.unwrap();
-    stop(handle, run).await;
+    server.stop().await;
     assert_eq!(
         (q.active, q.pending, q.archived, q.processed, q.failed),
         (0, 0, 4, 104, 4)
@@ -211,7 +191,7 @@ async fn r2_cancel_then_skip_retry_is_always_an_ordinary_retry() {
         retry_delay_func: Arc::new(|_, _, _| Duration::from_secs(3600)),
         ..Config::default()
     };
-    let (handle, run) = start(&db, mux, config).await;
+    let server = start(&db, config, mux).await;
     let mut ids = Vec::new();
     for _ in 0..N {
         let info = client
@@ -231,7 +211,7 @@ async fn r2_cancel_then_skip_retry_is_always_an_ordinary_retry() {
             .expect("the task left active");
         outcomes.push((info.state, info.retried, info.last_err));
     }
-    stop(handle, run).await;
+    server.stop().await;
     let archived = outcomes
         .iter()
         .filter(|o| o.0 == TaskState::Archived)
@@ -263,12 +243,12 @@ async fn r3_a_panicking_health_check_keeps_checking() {
         })),
         ..Config::default()
     };
-    let (handle, run) = start(&db, mux, config).await;
+    let server = start(&db, config, mux).await;
     let checked = support::eventually(Duration::from_secs(30), || async {
         (calls.load(Ordering::SeqCst) >= 5).then_some(())
     })
     .await;
-    stop(handle, run).await;
+    server.stop().await;
     assert!(
         checked.is_some(),
         "the health check stopped after {} calls",
@@ -306,7 +286,7 @@ async fn r7_a_result_written_after_the_task_was_deleted_creates_no_hash() {
         concurrency: 1,
         ..Config::default()
     };
-    let (handle, run) = start(&db, mux, config).await;
+    let server = start(&db, config, mux).await;
     let info = client
         .enqueue(&Task::new("t", vec![]), EnqueueOptions::new())
         .await
@@ -328,7 +308,7 @@ async fn r7_a_result_written_after_the_task_was_deleted_creates_no_hash() {
         .unwrap();
     let exists: bool = conn.exists(&key).await.unwrap();
     go_tx.send(()).unwrap();
-    stop(handle, run).await;
+    server.stop().await;
     assert_eq!(
         (outcome.as_str(), exists),
         (
@@ -377,7 +357,7 @@ async fn r6_bad_daily_counter_never_stops_processing() {
         retry_delay_func: Arc::new(|_, _, _| Duration::from_secs(3600)),
         ..Config::default()
     };
-    let (handle, run) = start(&db, mux, config).await;
+    let server = start(&db, config, mux).await;
     for i in 0..200 {
         let (t, opts) = match i % 4 {
             0 => ("ok", EnqueueOptions::new()),
@@ -422,7 +402,7 @@ async fn r6_bad_daily_counter_never_stops_processing() {
     })
     .await;
     let last = sizes(conn.clone()).await;
-    stop(handle, run).await;
+    server.stop().await;
     assert_eq!(
         finished,
         Some((0, 0, 50, 50, 50, 50)),
@@ -491,7 +471,7 @@ async fn r5_a_killed_connection_is_retried_at_once_not_after_a_pause() {
         task_check_interval: Duration::from_secs(30),
         ..Config::default()
     };
-    let (handle, run) = start(&db, mux, config).await;
+    let server = start(&db, config, mux).await;
     let running = support::eventually(Duration::from_secs(30), || async {
         (*started.lock().unwrap() == ["a"]).then_some(())
     })
@@ -515,7 +495,7 @@ async fn r5_a_killed_connection_is_retried_at_once_not_after_a_pause() {
     })
     .await;
     let seen = started.lock().unwrap().clone();
-    stop(handle, run).await;
+    server.stop().await;
     assert_eq!(
         (next, seen),
         (Some(()), vec!["a".to_string(), "b".to_string()])

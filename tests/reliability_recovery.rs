@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use asynqdeck::broker::{Broker, keys, samples_key};
-use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{Page, TaskRow};
 use asynqdeck::server::recoverer::{ORPHAN_GRACE, RecoverOutcome, Recoverer};
 use asynqdeck::server::{Maintenance, MaintenanceConfig, RetryDelayFunc, TaskError};
@@ -19,46 +18,8 @@ use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{self, TestDb};
-
-/// The fixed "now" of the clocked tests: 2026-03-10T12:00:00Z.
-fn t0() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
-
-fn secs(n: i64) -> chrono::Duration {
-    chrono::Duration::seconds(n)
-}
-
-struct Env {
-    db: TestDb,
-    broker: Broker,
-    client: Client,
-    inspector: Inspector,
-    clock: SimulatedClock,
-    conn: MultiplexedConnection,
-}
-
-/// A fresh database; broker, client and inspector share one clock at `at`.
-async fn setup_at(at: DateTime<Utc>) -> Env {
-    let db = support::redis();
-    let clock = SimulatedClock::new(at);
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
-    let conn = db.raw().await;
-    Env {
-        client: Client::from_broker(broker.clone()),
-        inspector: Inspector::from_broker(broker.clone()),
-        db,
-        broker,
-        clock,
-        conn,
-    }
-}
+use crate::support::clock::{Clocked as Env, clocked, now, secs};
+use crate::support::{self};
 
 fn zero_delay() -> RetryDelayFunc {
     Arc::new(|_, _, _| Duration::ZERO)
@@ -125,7 +86,7 @@ async fn state_of(env: &Env, queue: &str, id: &str) -> TaskState {
 /// `asynq: task lease expired`, out of active, no lease left.
 #[tokio::test]
 async fn r4_active_id_without_lease_is_retried_after_grace() {
-    let mut env = setup_at(t0()).await;
+    let mut env = clocked(now()).await;
     let q = "default";
     let orphan = active_without_lease(&mut env, q, "orphan").await;
     let late = active_without_lease(&mut env, q, "late").await;
@@ -137,7 +98,7 @@ async fn r4_active_id_without_lease_is_retried_after_grace() {
 
     // `late` gets its lease 10 s later: a slow leaser, not an orphan.
     env.clock.advance(Duration::from_secs(10));
-    let late_until = (t0() + secs(40)).timestamp();
+    let late_until = (now() + secs(40)).timestamp();
     let _: i64 = env
         .conn
         .zadd(keys::lease_key(q), &late, late_until)
@@ -145,7 +106,7 @@ async fn r4_active_id_without_lease_is_retried_after_grace() {
         .unwrap();
 
     env.clock
-        .set(t0() + chrono::Duration::from_std(ORPHAN_GRACE).unwrap());
+        .set(now() + chrono::Duration::from_std(ORPHAN_GRACE).unwrap());
     let out = r.tick().await.unwrap();
     assert_eq!(
         out,
@@ -174,7 +135,7 @@ async fn r4_active_id_without_lease_is_retried_after_grace() {
 /// task beside them is untouched.
 #[tokio::test]
 async fn r4_active_id_without_hash_is_dropped_after_grace() {
-    let mut env = setup_at(t0()).await;
+    let mut env = clocked(now()).await;
     let q = "default";
     let _: i64 = env
         .conn
@@ -186,7 +147,7 @@ async fn r4_active_id_without_hash_is_dropped_after_grace() {
         .zadd(
             keys::lease_key(q),
             "ghost-leased",
-            (t0() - secs(600)).timestamp(),
+            (now() - secs(600)).timestamp(),
         )
         .await
         .unwrap();
@@ -196,7 +157,7 @@ async fn r4_active_id_without_hash_is_dropped_after_grace() {
         .enqueue(&Task::new("live", b"l".to_vec()), EnqueueOptions::new())
         .await
         .unwrap();
-    let leased = env.broker.dequeue(q, 1, t0() + secs(600)).await.unwrap();
+    let leased = env.broker.dequeue(q, 1, now() + secs(600)).await.unwrap();
     assert_eq!(leased.len(), 1);
     let r = recoverer(&env, &[q]);
 
@@ -204,7 +165,7 @@ async fn r4_active_id_without_hash_is_dropped_after_grace() {
     assert_eq!(active_ids(&mut env.conn, q).await.len(), 3);
 
     env.clock
-        .set(t0() + chrono::Duration::from_std(ORPHAN_GRACE).unwrap());
+        .set(now() + chrono::Duration::from_std(ORPHAN_GRACE).unwrap());
     let out = r.tick().await.unwrap();
     assert_eq!(
         out,
@@ -230,10 +191,10 @@ async fn r4_active_id_without_hash_is_dropped_after_grace() {
 /// expired; a task with a live lease is not.
 #[tokio::test]
 async fn r4_lease_less_active_task_shows_orphaned() {
-    let mut env = setup_at(t0()).await;
+    let mut env = clocked(now()).await;
     let q = "default";
     let lease_less = active_without_lease(&mut env, q, "lease-less").await;
-    for (ty, until) in [("expired", t0() - secs(5)), ("live", t0() + secs(30))] {
+    for (ty, until) in [("expired", now() - secs(5)), ("live", now() + secs(30))] {
         env.client
             .enqueue(&Task::new(ty, b"x".to_vec()), EnqueueOptions::new())
             .await
@@ -299,7 +260,7 @@ async fn r4_lease_less_active_task_shows_orphaned() {
 /// for), so five more passes empty the list.
 #[tokio::test]
 async fn r4_orphan_scan_reads_active_in_bounded_chunks() {
-    let mut env = setup_at(t0()).await;
+    let mut env = clocked(now()).await;
     let q = "big";
     let _: i64 = env.conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
     for chunk in 0..5 {
@@ -324,7 +285,7 @@ async fn r4_orphan_scan_reads_active_in_bounded_chunks() {
     let mut left = 5000;
     for pass in 1..=5 {
         env.clock
-            .set(t0() + secs(30 * pass) + chrono::Duration::from_std(ORPHAN_GRACE).unwrap());
+            .set(now() + secs(30 * pass) + chrono::Duration::from_std(ORPHAN_GRACE).unwrap());
         let out = r.tick().await.unwrap();
         assert_eq!(
             out,
@@ -355,7 +316,7 @@ async fn r4_orphan_scan_reads_active_in_bounded_chunks() {
 #[tokio::test]
 async fn r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace() {
     let t = DateTime::from_timestamp(Utc::now().timestamp() - 5, 0).unwrap();
-    let mut env = setup_at(t).await;
+    let mut env = clocked(t).await;
     let q = "crash";
     const N: usize = 20;
     let mut ids = BTreeSet::new();
@@ -471,7 +432,7 @@ async fn r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace() {
 /// between full passes only the queues that hold leases are looked at.
 #[tokio::test]
 async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
-    let mut env = setup_at(t0()).await;
+    let mut env = clocked(now()).await;
     let mut queues: Vec<String> = (0..30).map(|i| format!("idle{i:02}")).collect();
     for q in &queues {
         let _: i64 = env.conn.sadd(keys::ALL_QUEUES, q).await.unwrap();
@@ -487,7 +448,7 @@ async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
     // Leased at t0 - 27 s: lease until t0 + 3 s, recoverable at t0 + 33 s.
     let leased = env
         .broker
-        .dequeue("busy", 1, t0() + secs(3))
+        .dequeue("busy", 1, now() + secs(3))
         .await
         .unwrap()
         .remove(0)
@@ -501,18 +462,18 @@ async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
     );
     assert_eq!(r.tick().await.unwrap(), RecoverOutcome::default());
     assert_eq!(r.watched_queues(), vec!["busy".to_string()]);
-    assert_eq!(r.next_wake(), t0() + secs(5), "capped 5 s ahead");
+    assert_eq!(r.next_wake(), now() + secs(5), "capped 5 s ahead");
 
-    env.clock.set(t0() + secs(30));
+    env.clock.set(now() + secs(30));
     assert_eq!(r.poll().await.unwrap(), RecoverOutcome::default());
-    assert_eq!(r.next_wake(), t0() + secs(33), "lease + 30 s grace");
-    env.clock.set(t0() + secs(32));
+    assert_eq!(r.next_wake(), now() + secs(33), "lease + 30 s grace");
+    env.clock.set(now() + secs(32));
     assert_eq!(r.poll().await.unwrap(), RecoverOutcome::default());
     assert_eq!(
         state_of(&env, "busy", &leased.msg.id).await,
         TaskState::Active
     );
-    env.clock.set(t0() + secs(33));
+    env.clock.set(now() + secs(33));
     assert_eq!(
         r.poll().await.unwrap(),
         RecoverOutcome {
@@ -525,7 +486,7 @@ async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
         TaskState::Retry
     );
     assert!(r.watched_queues().is_empty());
-    assert_eq!(r.next_wake(), t0() + secs(60), "next full pass");
+    assert_eq!(r.next_wake(), now() + secs(60), "next full pass");
 }
 
 // ---------------------------------------------------------------- R14
@@ -547,7 +508,7 @@ async fn keys_of(conn: &mut MultiplexedConnection, queue: &str) -> BTreeSet<Stri
 /// queue's keys are untouched.
 #[tokio::test]
 async fn r14_force_delete_removes_every_key_of_the_queue() {
-    let mut env = setup_at(t0()).await;
+    let mut env = clocked(now()).await;
     let q = "doomed";
     let opts = || EnqueueOptions::new().queue(q).max_retry(1);
     env.client
@@ -575,14 +536,14 @@ async fn r14_force_delete_removes_every_key_of_the_queue() {
             .unwrap();
     }
     // Lease r, a, c (pending is FIFO: p first, so take four and requeue p).
-    let leased = env.broker.dequeue(q, 4, t0() + secs(30)).await.unwrap();
+    let leased = env.broker.dequeue(q, 4, now() + secs(30)).await.unwrap();
     for t in leased {
         let t = t.unwrap();
         match t.msg.r#type.as_str() {
             "p" => env.broker.requeue(&t.msg).await.unwrap(),
             "r" => env
                 .broker
-                .retry(&t, t0() + secs(60), "e", true)
+                .retry(&t, now() + secs(60), "e", true)
                 .await
                 .unwrap(),
             "a" => env.broker.archive(&t, "e").await.unwrap(),
@@ -593,11 +554,11 @@ async fn r14_force_delete_removes_every_key_of_the_queue() {
     env.inspector.pause_queue(q).await.unwrap();
     let _: () = env
         .conn
-        .zadd(samples_key(q), "sample", t0().timestamp())
+        .zadd(samples_key(q), "sample", now().timestamp())
         .await
         .unwrap();
     // Yesterday's daily counters too (Go writes them with a 90-day TTL).
-    let yesterday = (t0() - secs(86_400)).date_naive();
+    let yesterday = (now() - secs(86_400)).date_naive();
     let _: () = env
         .conn
         .set(keys::processed_key(q, yesterday), 7)

@@ -16,14 +16,14 @@ use std::time::Duration;
 use asynqdeck::broker::keys;
 use asynqdeck::server::heartbeat::hostname;
 use asynqdeck::server::{
-    Config, Handler, RetryDelayFunc, RevokeTask, ServeMux, Server, ShutdownHandle, SkipRetry,
-    TaskContext,
+    Config, RetryDelayFunc, RevokeTask, ServeMux, Server, SkipRetry, TaskContext,
 };
 use asynqdeck::{Client, EnqueueOptions, Task};
 use redis::AsyncCommands;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::support::server::start;
 use crate::support::{self, TestDb};
 
 /// How long any single wait in these tests may take before it fails.
@@ -50,29 +50,6 @@ fn fast(queues: &[&str]) -> Config {
         retry_delay_func: fixed_delay(),
         ..Config::default()
     }
-}
-
-struct Running {
-    handle: ShutdownHandle,
-    join: tokio::task::JoinHandle<asynqdeck::Result<()>>,
-}
-
-impl Running {
-    async fn shutdown(self) {
-        self.handle.shutdown();
-        tokio::time::timeout(WAIT, self.join)
-            .await
-            .expect("server shuts down in time")
-            .unwrap()
-            .unwrap();
-    }
-}
-
-async fn start(db: &TestDb, config: Config, handler: impl Handler) -> Running {
-    let server = Server::connect(&db.url(), config).await.unwrap();
-    let handle = server.shutdown_handle();
-    let join = tokio::spawn(server.run_until(handler, std::future::pending()));
-    Running { handle, join }
 }
 
 /// Go's view of a task (`inspect task`), `None` when Go says it does not exist.
@@ -234,7 +211,7 @@ async fn go_sees_the_same_outcomes_from_our_server_as_from_go_server() {
         })
         .await;
     }
-    server.shutdown().await;
+    server.shutdown_within(WAIT).await;
     for run in go_runs {
         assert_eq!(run.join().unwrap().len(), 1, "Go handled its one task");
     }
@@ -348,7 +325,7 @@ async fn go_and_our_server_share_one_queue_without_loss_or_duplicates() {
         (q["processed_total"] == 400 && q["size"] == 0).then_some(())
     })
     .await;
-    server.shutdown().await;
+    server.shutdown_within(WAIT).await;
     let out = go.terminate();
     assert!(out.status.success());
     let mut go_ids = HashSet::new();
@@ -458,7 +435,7 @@ async fn go_lists_our_running_server_and_its_active_worker() {
         go_task(&db, "critical", &id).is_none().then_some(())
     })
     .await;
-    server.shutdown().await;
+    server.shutdown_within(WAIT).await;
     assert_eq!(db.peer_ok(&["inspect", "servers"]), Value::Array(vec![]));
 }
 
@@ -519,7 +496,7 @@ async fn go_headers_reach_our_handler_and_survive_our_retry() {
         go_task(&db, "default", &id).is_none().then_some(())
     })
     .await;
-    server.shutdown().await;
+    server.shutdown_within(WAIT).await;
     assert_eq!(
         *seen.lock().unwrap(),
         vec![(0, expected.clone()), (1, expected)]
@@ -559,7 +536,7 @@ async fn go_cancel_processing_reaches_our_running_handler() {
         v["next_process_at"].as_i64().unwrap() - v["last_failed_at"].as_i64().unwrap(),
         3600
     );
-    server.shutdown().await;
+    server.shutdown_within(WAIT).await;
 }
 
 /// Wire spec §16 check 14: after Go's `PauseQueue` our server dequeues
@@ -606,7 +583,7 @@ async fn go_pause_stops_our_server_and_unpause_resumes_it() {
     for id in paused.iter().chain([&first]) {
         assert!(go_task(&db, "default", id).is_none());
     }
-    server.shutdown().await;
+    server.shutdown_within(WAIT).await;
     assert_eq!(calls.lock().unwrap().len(), 4);
 }
 

@@ -18,21 +18,19 @@ use asynqdeck::clock::SimulatedClock;
 use asynqdeck::server::heartbeat::hostname;
 use asynqdeck::server::{
     Backoff, Config, ContextCanceled, DeadlineExceeded, Handler, PanicError, RetryAfter,
-    RetryDelayFunc, RetryPolicy, RevokeTask, ServeMux, Server, ShutdownHandle, SkipRetry,
-    TaskContext, TaskError, find_cause, handler_fn, is_panic_error, is_skip_retry,
+    RetryDelayFunc, RetryPolicy, RevokeTask, ServeMux, Server, SkipRetry, TaskContext, TaskError,
+    find_cause, handler_fn, is_panic_error, is_skip_retry,
 };
-use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task, TaskInfo, TaskState};
+use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task, TaskState};
 use chrono::{DateTime, Utc};
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::mpsc;
 
+use crate::support::server::{WAIT, start, start_on, wait_gone, wait_state, wait_until};
 use crate::support::{self, TestDb};
 
 const Q: &str = "default";
-
-/// How long any single wait in these tests may take before it fails.
-const WAIT: Duration = Duration::from_secs(10);
 
 struct Env {
     db: TestDb,
@@ -66,77 +64,6 @@ fn fast() -> Config {
         retry_delay_func: constant(Duration::ZERO),
         ..Config::default()
     }
-}
-
-/// A server running in a tokio task.
-struct Running {
-    handle: ShutdownHandle,
-    join: tokio::task::JoinHandle<asynqdeck::Result<()>>,
-}
-
-impl Running {
-    /// Graceful shutdown; fails the test if it takes longer than [`WAIT`].
-    async fn shutdown(self) {
-        self.handle.shutdown();
-        tokio::time::timeout(WAIT, self.join)
-            .await
-            .expect("server shuts down in time")
-            .unwrap()
-            .unwrap();
-    }
-}
-
-async fn start(db: &TestDb, config: Config, handler: impl Handler) -> Running {
-    start_on(Broker::connect(&db.url()).await.unwrap(), config, handler)
-}
-
-fn start_on(broker: Broker, config: Config, handler: impl Handler) -> Running {
-    let server = Server::new(broker, config);
-    let handle = server.shutdown_handle();
-    let join = tokio::spawn(server.run_until(handler, std::future::pending()));
-    Running { handle, join }
-}
-
-/// Waits until the task satisfies `pred`; panics with the last state seen.
-async fn wait_until(
-    inspector: &Inspector,
-    queue: &str,
-    id: &str,
-    what: &str,
-    pred: impl Fn(&TaskInfo) -> bool,
-) -> TaskInfo {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let last = match inspector.get_task_info(queue, id).await {
-            Ok(info) if pred(&info) => return info,
-            other => other,
-        };
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "task {id} never became {what}; last seen: {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn wait_state(env: &Env, queue: &str, id: &str, state: TaskState) -> TaskInfo {
-    wait_until(&env.inspector, queue, id, state.as_str(), |t| {
-        t.state == state
-    })
-    .await
-}
-
-/// Waits until the task's hash is gone (done or revoked).
-async fn wait_gone(env: &Env, queue: &str, id: &str) {
-    let gone = support::eventually(WAIT, || async {
-        matches!(
-            env.inspector.get_task_info(queue, id).await,
-            Err(Error::TaskNotFound { .. })
-        )
-        .then_some(())
-    })
-    .await;
-    assert!(gone.is_some(), "task {id} still exists");
 }
 
 /// The retry-set score of `id` minus its LastFailedAt, in seconds; also
@@ -243,11 +170,11 @@ async fn s1_s3_default_ceiling_is_25_and_the_worker_keeps_the_count() {
         ..fast()
     };
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!((info.max_retry, info.retried), (25, 1));
     assert_eq!(info.last_err, "first attempt fails");
     env.inspector.run_task(Q, &id).await.unwrap();
-    wait_gone(&env, Q, &id).await;
+    wait_gone(&env.inspector, Q, &id).await;
     assert_eq!(*seen.lock().unwrap(), vec![(0, 25), (1, 25)]);
     assert_eq!(counts(&env, Q).await, (2, 1, 2, 1));
     server.shutdown().await;
@@ -274,12 +201,12 @@ async fn s2_enqueue_option_beats_task_default_ceiling() {
         .unwrap()
         .id;
     let server = start(&env.db, fast(), failing("down")).await;
-    let a = wait_state(&env, Q, &overridden, TaskState::Archived).await;
+    let a = wait_state(&env.inspector, Q, &overridden, TaskState::Archived).await;
     assert_eq!(
         (a.max_retry, a.retried, a.last_err.as_str()),
         (0, 0, "down")
     );
-    let b = wait_state(&env, Q, &defaulted, TaskState::Archived).await;
+    let b = wait_state(&env.inspector, Q, &defaulted, TaskState::Archived).await;
     assert_eq!(
         (b.max_retry, b.retried, b.last_err.as_str()),
         (1, 1, "down")
@@ -320,7 +247,7 @@ async fn s1_s15_s6_max_retry_3_tries_4_times_then_archives() {
     let before = Utc::now().timestamp();
     let id = enqueue(&env, "job", EnqueueOptions::new().max_retry(3)).await;
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Archived).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Archived).await;
     assert_eq!(attempts.load(Ordering::SeqCst), 4);
     assert_eq!((info.max_retry, info.retried), (3, 3));
     assert_eq!(info.last_err, "attempt 3 failed");
@@ -358,7 +285,7 @@ async fn s4_s12_first_failure_with_default_policy_waits_15_to_44_s() {
     ];
     let server = start(&env.db, config, failing("timeout talking to smtp")).await;
     for id in &ids {
-        let info = wait_state(&env, Q, id, TaskState::Retry).await;
+        let info = wait_state(&env.inspector, Q, id, TaskState::Retry).await;
         assert_eq!((info.retried, info.max_retry), (1, 25));
         assert_eq!(info.last_err, "timeout talking to smtp");
         let gap = retry_gap(&env, Q, id).await;
@@ -416,7 +343,7 @@ async fn s5_delay_function_sees_error_type_task_type_and_payload() {
         mux,
     )
     .await;
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!(info.last_err, "call api: quota exceeded for acme");
     assert_eq!(retry_gap(&env, Q, &id).await, 77);
     assert_eq!(
@@ -460,10 +387,10 @@ async fn s7_zero_delay_is_due_at_the_next_forwarder_poll() {
     };
     let id = enqueue(&env, "job", EnqueueOptions::new()).await;
     let first = start(&env.db, slow_poll, mux()).await;
-    wait_state(&env, Q, &id, TaskState::Retry).await;
+    wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!(retry_gap(&env, Q, &id).await, 0);
     let second = start(&env.db, fast(), mux()).await;
-    wait_gone(&env, Q, &id).await;
+    wait_gone(&env.inspector, Q, &id).await;
     assert_eq!(attempts.load(Ordering::SeqCst), 2);
     assert_eq!(counts(&env, Q).await, (2, 1, 2, 1));
     first.shutdown().await;
@@ -522,13 +449,13 @@ async fn s9_retry_after_hint_is_honoured_exactly() {
         ..fast()
     };
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &hinted, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &hinted, TaskState::Retry).await;
     assert_eq!(
         info.last_err,
         "call api: 429 Too Many Requests: retry after 30s"
     );
     assert_eq!(retry_gap(&env, Q, &hinted).await, 30);
-    wait_state(&env, Q, &plain, TaskState::Retry).await;
+    wait_state(&env.inspector, Q, &plain, TaskState::Retry).await;
     assert_eq!(retry_gap(&env, Q, &plain).await, 500);
     server.shutdown().await;
 }
@@ -593,9 +520,9 @@ async fn s11_policies_per_task_type_and_per_server() {
         failing("down"),
     )
     .await;
-    wait_state(&env, Q, &email, TaskState::Retry).await;
-    wait_state(&env, Q, &sms, TaskState::Retry).await;
-    wait_state(&env, "slow", &slow_q, TaskState::Retry).await;
+    wait_state(&env.inspector, Q, &email, TaskState::Retry).await;
+    wait_state(&env.inspector, Q, &sms, TaskState::Retry).await;
+    wait_state(&env.inspector, "slow", &slow_q, TaskState::Retry).await;
     assert_eq!(retry_gap(&env, Q, &email).await, 100);
     assert_eq!(retry_gap(&env, Q, &sms).await, 7);
     assert_eq!(retry_gap(&env, "slow", &slow_q).await, 900);
@@ -621,7 +548,7 @@ async fn s13_retries_survive_a_server_restart_and_run_once_across_replicas() {
         failing("down"),
     )
     .await;
-    wait_state(&env, Q, &id, TaskState::Retry).await;
+    wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     first.shutdown().await;
     assert_eq!(containers(&env, Q, &id).await, vec!["retry"]);
 
@@ -641,7 +568,7 @@ async fn s13_retries_survive_a_server_restart_and_run_once_across_replicas() {
     };
     let r1 = start(&env.db, fast(), replica()).await;
     let r2 = start(&env.db, fast(), replica()).await;
-    wait_gone(&env, Q, &id).await;
+    wait_gone(&env.inspector, Q, &id).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(counts(&env, Q).await, (2, 1, 2, 1));
@@ -686,7 +613,7 @@ async fn s16_server_archive_write_trims_age_and_size() {
         .unwrap();
     let id = enqueue(&env, "job", EnqueueOptions::new().max_retry(0)).await;
     let server = start(&env.db, fast(), failing("broken")).await;
-    wait_state(&env, Q, &id, TaskState::Archived).await;
+    wait_state(&env.inspector, Q, &id, TaskState::Archived).await;
     let card: usize = conn.zcard(keys::archived_key(Q)).await.unwrap();
     assert_eq!(card, 10_000);
     for gone in ["stale", "seed-1"] {
@@ -722,12 +649,12 @@ async fn s17_s18_archived_task_run_again_or_deleted() {
     let run_me = enqueue(&env, "job", EnqueueOptions::new().max_retry(0)).await;
     let delete_me = enqueue(&env, "job", EnqueueOptions::new().max_retry(0)).await;
     let server = start(&env.db, fast(), mux).await;
-    wait_state(&env, Q, &run_me, TaskState::Archived).await;
-    wait_state(&env, Q, &delete_me, TaskState::Archived).await;
+    wait_state(&env.inspector, Q, &run_me, TaskState::Archived).await;
+    wait_state(&env.inspector, Q, &delete_me, TaskState::Archived).await;
 
     broken.store(false, Ordering::SeqCst);
     env.inspector.run_task(Q, &run_me).await.unwrap();
-    wait_gone(&env, Q, &run_me).await;
+    wait_gone(&env.inspector, Q, &run_me).await;
     env.inspector.delete_task(Q, &delete_me).await.unwrap();
     assert!(matches!(
         env.inspector.get_task_info(Q, &delete_me).await,
@@ -770,7 +697,7 @@ async fn s19_s20_wrapped_skip_retry_archives_at_once_and_counts_a_failure() {
     };
     let id = enqueue(&env, "order", EnqueueOptions::new()).await;
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Archived).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Archived).await;
     assert_eq!((info.retried, info.max_retry), (0, 25));
     assert_eq!(
         info.last_err,
@@ -849,12 +776,12 @@ async fn s22_permanent_flag_adapter_maps_to_skip_retry_with_context() {
         ..fast()
     };
     let server = start(&env.db, config, mux).await;
-    let archived = wait_state(&env, Q, &gone, TaskState::Archived).await;
+    let archived = wait_state(&env.inspector, Q, &gone, TaskState::Archived).await;
     assert_eq!(
         archived.last_err,
         format!("task {gone} (retry 0/5): user 7 does not exist: skip retry for the task")
     );
-    let retried = wait_state(&env, Q, &flaky, TaskState::Retry).await;
+    let retried = wait_state(&env.inspector, Q, &flaky, TaskState::Retry).await;
     assert_eq!(
         retried.last_err,
         format!("task {flaky} (retry 0/5): directory unavailable")
@@ -894,7 +821,7 @@ async fn s23_revoke_task_leaves_no_trace() {
     let mut conn = env.conn.clone();
     assert!(conn.exists::<_, bool>(&lock).await.unwrap());
     let server = start(&env.db, config, mux).await;
-    wait_gone(&env, Q, &id).await;
+    wait_gone(&env.inspector, Q, &id).await;
     // The done write is batched: wait for the counter, then check the rest.
     support::eventually(WAIT, || async {
         (counts(&env, Q).await.0 == 1).then_some(())
@@ -935,7 +862,7 @@ async fn s24_not_a_failure_retries_without_counting() {
     };
     let id = enqueue(&env, "render", EnqueueOptions::new().max_retry(3)).await;
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!((info.retried, info.max_retry), (0, 3));
     assert_eq!(info.last_err, "no resource available");
     assert!(info.last_failed_at.is_some());
@@ -943,7 +870,7 @@ async fn s24_not_a_failure_retries_without_counting() {
     assert_eq!(counts(&env, Q).await, (0, 0, 0, 0));
     // A real failure next to it counts as usual.
     let other = enqueue(&env, "other", EnqueueOptions::new()).await;
-    let info = wait_state(&env, Q, &other, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &other, TaskState::Retry).await;
     assert_eq!(info.retried, 1);
     assert_eq!(counts(&env, Q).await, (1, 1, 1, 1));
     server.shutdown().await;
@@ -982,7 +909,7 @@ async fn s25_panic_is_an_error_recognised_by_type() {
     };
     let id = enqueue(&env, "job", EnqueueOptions::new()).await;
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert!(
         info.last_err.starts_with("panic error cause by: panic ["),
         "{}",
@@ -1136,7 +1063,7 @@ async fn timeout_on_a_slow_handler_retries_with_deadline_exceeded() {
     )
     .await;
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!(info.last_err, "context deadline exceeded");
     assert_eq!(info.retried, 1);
     let started = started.lock().unwrap().unwrap().timestamp();
@@ -1270,7 +1197,7 @@ async fn retention_keeps_the_completed_task_with_its_result() {
     )
     .await;
     let server = start(&env.db, fast(), mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Completed).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Completed).await;
     assert_eq!(info.result.as_deref(), Some(&b"rows=42"[..]));
     assert_eq!(info.retention, Duration::from_secs(3600));
     let completed_at = info.completed_at.expect("completed_at").timestamp();
@@ -1342,7 +1269,7 @@ async fn killed_worker_task_is_recovered_after_the_lease_expires() {
         ..fast()
     };
     let rescuer = start_on(broker, config, failing("must not run"));
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!(info.last_err, "asynq: task lease expired");
     assert_eq!((info.retried, info.max_retry), (1, 3));
     assert_eq!(info.last_failed_at.unwrap().timestamp(), later.timestamp());
@@ -1417,7 +1344,7 @@ async fn heartbeat_lists_our_server_with_its_active_worker() {
     let began = w.started.unwrap().timestamp();
     assert_eq!(w.deadline.unwrap().timestamp() - began, 120);
     release.notify_one();
-    wait_gone(&env, Q, &id).await;
+    wait_gone(&env.inspector, Q, &id).await;
     server.shutdown().await;
     assert!(env.inspector.servers().await.unwrap().is_empty());
 }
@@ -1535,7 +1462,7 @@ async fn s27_retries_share_the_worker_pool_with_fresh_tasks() {
         ..fast()
     };
     let server = start(&env.db, config, handler).await;
-    wait_gone(&env, Q, &flaky).await;
+    wait_gone(&env.inspector, Q, &flaky).await;
     let log = log.lock().unwrap().clone();
     assert_eq!(
         log,
@@ -1594,7 +1521,7 @@ async fn lapsed_lease_cancels_the_handler_and_the_recoverer_retries() {
     assert_eq!(rx.recv().await.unwrap(), id);
     let t0 = asynqdeck::clock::Clock::now(&clock);
     clock.advance(Duration::from_secs(61));
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!(info.last_err, "asynq: task lease expired");
     assert_eq!((info.retried, info.max_retry), (1, 2));
     assert_eq!(
@@ -1639,7 +1566,7 @@ async fn past_deadline_fails_without_calling_the_handler() {
         ..fast()
     };
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!(info.last_err, "context deadline exceeded");
     assert_eq!(info.retried, 1);
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -1659,7 +1586,7 @@ async fn unknown_task_type_fails_with_handler_not_found() {
         ..fast()
     };
     let server = start(&env.db, config, mux).await;
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!(
         info.last_err,
         r#"handler not found for task "unknown:type""#
@@ -1679,7 +1606,7 @@ async fn exhausted_task_is_archived_even_when_not_a_failure() {
     };
     let id = enqueue(&env, "job", EnqueueOptions::new().max_retry(0)).await;
     let server = start(&env.db, config, failing("no resource available")).await;
-    let info = wait_state(&env, Q, &id, TaskState::Archived).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Archived).await;
     assert_eq!(
         (info.retried, info.last_err.as_str()),
         (0, "no resource available")
@@ -1721,7 +1648,7 @@ async fn stop_finishes_running_tasks_but_takes_no_new_ones() {
     .expect("status stopped");
     let second = enqueue(&env, "job", EnqueueOptions::new()).await;
     release.notify_one();
-    wait_gone(&env, Q, &first).await;
+    wait_gone(&env.inspector, Q, &first).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(containers(&env, Q, &second).await, vec!["pending"]);
     assert!(rx.try_recv().is_err(), "no new task was handed out");
@@ -1817,7 +1744,7 @@ async fn huge_retry_delay_saturates_instead_of_crashing_the_worker() {
     };
     let id = enqueue(&env, "job", EnqueueOptions::new()).await;
     let server = start(&env.db, config, failing("down")).await;
-    let info = wait_state(&env, Q, &id, TaskState::Retry).await;
+    let info = wait_state(&env.inspector, Q, &id, TaskState::Retry).await;
     assert_eq!((info.retried, info.last_err.as_str()), (1, "down"));
     let latest = DateTime::<Utc>::MAX_UTC.timestamp();
     assert_eq!(info.next_process_at.map(|t| t.timestamp()), Some(latest));
@@ -1856,8 +1783,8 @@ async fn s12_scheduled_and_retry_tasks_are_forwarded_by_the_same_poll() {
         ..fast()
     };
     let server = start(&env.db, config, handler).await;
-    wait_gone(&env, Q, &flaky).await;
-    wait_gone(&env, Q, &later).await;
+    wait_gone(&env.inspector, Q, &flaky).await;
+    wait_gone(&env.inspector, Q, &later).await;
     let mut runs = runs.lock().unwrap().clone();
     runs.sort();
     assert_eq!(runs, ["flaky#0", "flaky#1", "later#0"]);

@@ -2,77 +2,20 @@
 //! Redis: the broker's heartbeat writes (wire spec §6.16–6.18) and the
 //! inspector's readers (§9.9, §9.10), with Go's key shapes (§2.1, §4.2–4.5).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use asynqdeck::broker::proto::{
-    SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, Timestamp, WorkerInfo,
-};
-use asynqdeck::broker::{Broker, keys};
-use asynqdeck::clock::SimulatedClock;
+use asynqdeck::Error;
+use asynqdeck::broker::keys;
+use asynqdeck::broker::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp, WorkerInfo};
 use asynqdeck::inspector::{self, Page};
-use asynqdeck::{Error, Inspector};
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use prost::Message;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 
-use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z (unix 1773144000).
-fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
-
-fn ts(t: DateTime<Utc>) -> Option<Timestamp> {
-    Some(Timestamp::from_utc(Some(t)))
-}
-
-/// A broker and an inspector on one simulated clock set to [`now`].
-async fn setup(db: &TestDb) -> (Broker, Inspector, SimulatedClock, MultiplexedConnection) {
-    let clock = SimulatedClock::new(now());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
-    (
-        broker.clone(),
-        Inspector::from_broker(broker),
-        clock,
-        db.raw().await,
-    )
-}
-
-fn server(host: &str, pid: i32, sid: &str) -> ServerInfo {
-    ServerInfo {
-        host: host.into(),
-        pid,
-        server_id: sid.into(),
-        concurrency: 10,
-        queues: [("critical".to_string(), 6), ("default".to_string(), 3)].into(),
-        strict_priority: true,
-        status: "active".into(),
-        start_time: ts(now() - chrono::Duration::minutes(5)),
-        active_worker_count: 0,
-    }
-}
-
-fn worker(s: &ServerInfo, task_id: &str, started_secs_ago: i64) -> WorkerInfo {
-    WorkerInfo {
-        host: s.host.clone(),
-        pid: s.pid,
-        server_id: s.server_id.clone(),
-        task_id: task_id.into(),
-        task_type: "email:send".into(),
-        task_payload: format!("payload {task_id}").into_bytes(),
-        queue: "critical".into(),
-        start_time: ts(now() - chrono::Duration::seconds(started_secs_ago)),
-        deadline: ts(now() + chrono::Duration::seconds(1800 - started_secs_ago)),
-    }
-}
+use crate::support::clock::{Clocked, clocked_on, now, ts};
+use crate::support::seed;
+use crate::support::{self};
 
 /// §6.16: write_server_state stores the ServerInfo with SETEX ttl, a
 /// workers hash keyed by task id with the same TTL, and both key names in
@@ -80,10 +23,12 @@ fn worker(s: &ServerInfo, task_id: &str, started_secs_ago: i64) -> WorkerInfo {
 #[tokio::test]
 async fn write_server_state_writes_go_keys() {
     let db = support::redis();
-    let (broker, _inspector, _clock, mut conn) = setup(&db).await;
-    let s = server("host-a", 42, "sid-1");
-    let w1 = worker(&s, "t1", 3);
-    let w2 = worker(&s, "t2", 1);
+    let Clocked {
+        broker, mut conn, ..
+    } = clocked_on(db.clone(), now()).await;
+    let s = seed::server("host-a", 42, "sid-1", 0);
+    let w1 = seed::worker(&s, "t1", b"payload t1".to_vec(), 3, 1800 - 3);
+    let w2 = seed::worker(&s, "t2", b"payload t2".to_vec(), 1, 1800 - 1);
     broker
         .write_server_state(&s, &[w1.clone(), w2.clone()], Duration::from_secs(10))
         .await
@@ -130,24 +75,40 @@ async fn write_server_state_writes_go_keys() {
 #[tokio::test]
 async fn servers_lists_live_servers_with_workers() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
-    let a = server("host-b", 7, "sid-a");
-    let b = server("host-a", 99, "sid-b");
-    let c = server("host-a", 8, "sid-c");
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
+    let a = seed::server("host-b", 7, "sid-a", 0);
+    let b = seed::server("host-a", 99, "sid-b", 0);
+    let c = seed::server("host-a", 8, "sid-c", 0);
     let ttl = Duration::from_secs(10);
     broker
-        .write_server_state(&a, &[worker(&a, "late", 1), worker(&a, "early", 9)], ttl)
+        .write_server_state(
+            &a,
+            &[
+                seed::worker(&a, "late", b"payload late".to_vec(), 1, 1800 - 1),
+                seed::worker(&a, "early", b"payload early".to_vec(), 9, 1800 - 9),
+            ],
+            ttl,
+        )
         .await
         .unwrap();
     broker.write_server_state(&b, &[], ttl).await.unwrap();
     broker
-        .write_server_state(&c, &[worker(&c, "c1", 2)], ttl)
+        .write_server_state(
+            &c,
+            &[seed::worker(&c, "c1", b"payload c1".to_vec(), 2, 1800 - 2)],
+            ttl,
+        )
         .await
         .unwrap();
     // A worker naming a server that is not listed is dropped.
     let stray = WorkerInfo {
         server_id: "sid-unknown".into(),
-        ..worker(&c, "stray", 2)
+        ..seed::worker(&c, "stray", b"payload stray".to_vec(), 2, 1800 - 2)
     };
     let _: () = conn
         .hset(
@@ -230,14 +191,29 @@ async fn servers_lists_live_servers_with_workers() {
 #[tokio::test]
 async fn expired_servers_are_pruned() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
-    let live = server("h", 1, "live");
-    let dead = server("h", 2, "dead");
-    let edge = server("h", 3, "edge");
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
+    let live = seed::server("h", 1, "live", 0);
+    let dead = seed::server("h", 2, "dead", 0);
+    let edge = seed::server("h", 3, "edge", 0);
     let ttl = Duration::from_secs(30);
     for s in [&live, &dead, &edge] {
         broker
-            .write_server_state(s, &[worker(s, &format!("task-of-{}", s.server_id), 1)], ttl)
+            .write_server_state(
+                s,
+                &[seed::worker(
+                    s,
+                    &format!("task-of-{}", s.server_id),
+                    format!("payload task-of-{}", s.server_id).into_bytes(),
+                    1,
+                    1800 - 1,
+                )],
+                ttl,
+            )
             .await
             .unwrap();
     }
@@ -272,12 +248,21 @@ async fn expired_servers_are_pruned() {
 #[tokio::test]
 async fn clear_server_state_removes_everything() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
-    let s = server("h", 5, "sid");
-    let other = server("h", 6, "other");
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
+    let s = seed::server("h", 5, "sid", 0);
+    let other = seed::server("h", 6, "other", 0);
     let ttl = Duration::from_secs(10);
     broker
-        .write_server_state(&s, &[worker(&s, "t", 1)], ttl)
+        .write_server_state(
+            &s,
+            &[seed::worker(&s, "t", b"payload t".to_vec(), 1, 1800 - 1)],
+            ttl,
+        )
         .await
         .unwrap();
     broker.write_server_state(&other, &[], ttl).await.unwrap();
@@ -316,7 +301,12 @@ fn entry(id: &str, prev: Option<DateTime<Utc>>) -> SchedulerEntry {
 #[tokio::test]
 async fn scheduler_entries_round_trip() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     let fired = now() - chrono::Duration::seconds(30);
     let entries = [entry("e1", None), entry("e2", Some(fired))];
     broker
@@ -421,7 +411,12 @@ fn event(i: i64) -> SchedulerEnqueueEvent {
 #[tokio::test]
 async fn scheduler_enqueue_events_newest_first_with_pages() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     for i in 0..5 {
         broker
             .record_scheduler_enqueue_event("entry", &event(i))
@@ -472,7 +467,12 @@ async fn scheduler_enqueue_events_newest_first_with_pages() {
 #[tokio::test]
 async fn scheduler_history_is_capped_at_1000() {
     let db = support::redis();
-    let (broker, inspector, _clock, mut conn) = setup(&db).await;
+    let Clocked {
+        broker,
+        inspector,
+        mut conn,
+        ..
+    } = clocked_on(db.clone(), now()).await;
     for i in 0..1005 {
         broker
             .record_scheduler_enqueue_event("busy", &event(i))
@@ -513,7 +513,7 @@ async fn scheduler_history_is_capped_at_1000() {
 #[tokio::test]
 async fn cancel_processing_publishes_task_id() {
     let db = support::redis();
-    let (_broker, inspector, _clock, _conn) = setup(&db).await;
+    let Clocked { inspector, .. } = clocked_on(db.clone(), now()).await;
     let client = redis::Client::open(db.url()).unwrap();
     let mut pubsub = client.get_async_pubsub().await.unwrap();
     pubsub.subscribe(keys::CANCEL_CHANNEL).await.unwrap();

@@ -8,7 +8,6 @@
 //! Reference: asynqmon v0.7.2 (`handler.go`, `*_handlers.go`,
 //! `conversion_helpers.go`); /work/shared/spec/asynqmon-reference.md §2a.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use asynqdeck::broker::Broker;
@@ -20,12 +19,12 @@ use asynqdeck::inspector::TaskRow;
 use asynqdeck::web::{AppState, WebConfig, router};
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
 use axum::Router;
-use axum::body::Body;
-use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
+use crate::support::clock::{broker_at, ts};
+use crate::support::http::{self, delete, get, get_json, post};
 use crate::support::{self, TestDb};
 
 /// The seeded world's clock at seeding: 2030-03-10T12:00:00Z.
@@ -38,96 +37,6 @@ fn t0() -> DateTime<Utc> {
 /// Reads happen 1.234 s after seeding, so latency is 1234 ms.
 fn t_read() -> DateTime<Utc> {
     t0() + chrono::Duration::milliseconds(1234)
-}
-
-fn ts(t: DateTime<Utc>) -> Option<Timestamp> {
-    Some(Timestamp::from_utc(Some(t)))
-}
-
-/// A response: status, headers, body bytes.
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "not JSON ({e}), status {}: {}",
-                self.status,
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    fn content_type(&self) -> &str {
-        self.headers
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-}
-
-/// Sends one request (no `Origin`: like curl or a script).
-async fn send(app: &Router, method: Method, uri: &str, body: Option<&str>) -> Reply {
-    send_with(app, method, uri, body, &[]).await
-}
-
-async fn send_with(
-    app: &Router,
-    method: Method,
-    uri: &str,
-    body: Option<&str>,
-    headers: &[(&str, &str)],
-) -> Reply {
-    let mut req = Request::builder().method(method).uri(uri);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let req = req
-        .body(
-            body.map(|b| Body::from(b.to_string()))
-                .unwrap_or_else(Body::empty),
-        )
-        .unwrap();
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .unwrap()
-        .to_vec();
-    Reply {
-        status,
-        headers,
-        body,
-    }
-}
-
-async fn get(app: &Router, uri: &str) -> Reply {
-    send(app, Method::GET, uri, None).await
-}
-
-/// GET that must answer 200 with JSON.
-async fn get_json(app: &Router, uri: &str) -> Value {
-    let r = get(app, uri).await;
-    assert_eq!(r.status, StatusCode::OK, "GET {uri}: {}", r.text());
-    assert_eq!(r.content_type(), "application/json", "GET {uri}");
-    r.json()
-}
-
-async fn post(app: &Router, uri: &str, body: Option<&str>) -> Reply {
-    send(app, Method::POST, uri, body).await
-}
-
-async fn delete(app: &Router, uri: &str) -> Reply {
-    send(app, Method::DELETE, uri, None).await
 }
 
 /// asynqmon's `baseTask` fields.
@@ -152,7 +61,94 @@ fn with(mut base: Value, extra: Value) -> Value {
     base
 }
 
-/// The seeded world (see [`seed`]).
+/// A table row: one request with no body, the status it must answer and,
+/// when given, its exact text. `label` names the row in a failure.
+struct Answer {
+    label: &'static str,
+    method: Method,
+    uri: &'static str,
+    status: StatusCode,
+    text: Option<&'static str>,
+}
+
+/// A row of [`answers`]: `method uri` must answer `status`.
+fn answer(label: &'static str, method: Method, uri: &'static str, status: StatusCode) -> Answer {
+    Answer {
+        label,
+        method,
+        uri,
+        status,
+        text: None,
+    }
+}
+
+impl Answer {
+    /// The row's answer must also be exactly `text`.
+    fn text(self, text: &'static str) -> Answer {
+        Answer {
+            text: Some(text),
+            ..self
+        }
+    }
+}
+
+/// Sends each row's request in order and checks its answer.
+async fn answers(app: &Router, rows: Vec<Answer>) {
+    for row in rows {
+        let (label, method, uri) = (row.label, row.method.clone(), row.uri);
+        let r = http::api(app, row.method, uri, None).await;
+        assert_eq!(
+            r.status,
+            row.status,
+            "{label}: {method} {uri}: {}",
+            r.text()
+        );
+        if let Some(text) = row.text {
+            assert_eq!(r.text(), text, "{label}: {method} {uri}");
+        }
+    }
+}
+
+/// A row of [`steps`]: a request with no body, and the state its task of
+/// `default` must be in afterwards (`None`: gone), when given.
+type Step = (
+    Method,
+    &'static str,
+    Option<(&'static str, Option<TaskState>)>,
+);
+
+/// Sends `method uri` (no body), checks it answers 204 and, when `then`
+/// names a task of `default`, the state that task is in afterwards.
+async fn step(
+    w: &World,
+    method: Method,
+    uri: &str,
+    then: Option<(&'static str, Option<TaskState>)>,
+) {
+    let r = http::api(&w.app, method.clone(), uri, None).await;
+    assert_eq!(
+        r.status,
+        StatusCode::NO_CONTENT,
+        "{method} {uri}: {}",
+        r.text()
+    );
+    if let Some((id, state)) = then {
+        assert_eq!(
+            state_of(w, id).await,
+            state,
+            "{method} {uri}: state of {id}"
+        );
+    }
+}
+
+/// [`step`] for each row, in order.
+async fn steps(w: &World, rows: Vec<Step>) {
+    for (method, uri, then) in rows {
+        step(w, method, uri, then).await;
+    }
+}
+
+/// The seeded world (see [`world`]).
 struct World {
     db: TestDb,
     app: Router,
@@ -198,13 +194,10 @@ async fn dequeue_one(broker: &Broker, queue: &str) -> WireTask {
 /// act1 active (worker started t0−5s, deadline t0+1795s), p1 and p2
 /// pending (p2's payload has a newline), s1 scheduled (t0+1h), g1 and g2
 /// aggregating in group `batch`. Counters: processed 3, failed 2.
-async fn seed(config: WebConfig) -> World {
+async fn world(config: WebConfig) -> World {
     let db = support::redis();
     let clock = SimulatedClock::new(t0());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
+    let broker = broker_at(&db, &clock).await;
     let client = Client::from_broker(broker.clone());
     let inspector = Inspector::from_broker(broker.clone());
     let none = EnqueueOptions::new;
@@ -426,7 +419,7 @@ fn snapshot_keys() -> Vec<&'static str> {
 /// fraction).
 #[tokio::test]
 async fn queues_list_has_asynqmon_snapshots() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let body = get_json(&w.app, "/api/queues").await;
     let critical = json!({
         "queue": "critical",
@@ -466,7 +459,7 @@ async fn queues_list_has_asynqmon_snapshots() {
 /// today first (processed 3, succeeded 1, failed 2 today); unknown queue 404.
 #[tokio::test]
 async fn queue_detail_has_ten_days_of_history() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let body = get_json(&w.app, "/api/queues/default").await;
     let mut history = vec![json!({
         "queue": "default", "processed": 3, "succeeded": 1, "failed": 2, "date": "2030-03-10",
@@ -494,7 +487,7 @@ async fn queue_detail_has_ten_days_of_history() {
 /// §2a `GET /queue_stats`: 90 days per queue, `{"stats": {queue: [...]}}`.
 #[tokio::test]
 async fn queue_stats_has_ninety_days_per_queue() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let body = get_json(&w.app, "/api/queue_stats").await;
     let stats = body["stats"].as_object().unwrap();
     assert_eq!(
@@ -524,7 +517,7 @@ async fn queue_stats_has_ninety_days_per_queue() {
 /// the queue's `groups`). Each carries the queue's `stats`.
 #[tokio::test]
 async fn task_lists_have_asynqmon_rows() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let stats = default_snapshot(&w).await;
     let list = |state: &'static str| {
         let app = w.app.clone();
@@ -614,7 +607,7 @@ async fn task_lists_have_asynqmon_rows() {
 /// whose lease expired is orphaned.
 #[tokio::test]
 async fn active_task_without_worker_shows_dashes_and_orphan_flag() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     enqueue(&w.client, "lost", "solo", "t", b"z", EnqueueOptions::new()).await;
     dequeue_one(&w.broker, "solo").await; // leased until t0 + 30 s
     w.clock.set(t0() + chrono::Duration::seconds(31));
@@ -633,7 +626,7 @@ async fn active_task_without_worker_shows_dashes_and_orphan_flag() {
 /// non-numbers fall back to the defaults, page 0 or size 0 is 400.
 #[tokio::test]
 async fn pages_default_to_one_and_twenty() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     for i in 0..23 {
         enqueue(
             &w.client,
@@ -676,7 +669,7 @@ async fn pages_default_to_one_and_twenty() {
 /// every state (times RFC 3339 or `""`); unknown task or queue 404.
 #[tokio::test]
 async fn task_detail_has_asynqmon_fields() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let detail = |id: &'static str| {
         let app = w.app.clone();
         async move { get_json(&app, &format!("/api/queues/default/tasks/{id}")).await }
@@ -737,21 +730,33 @@ async fn task_detail_has_asynqmon_fields() {
         )
     );
     assert_eq!(detail("g1").await, task("g1", "agg", "1", "aggregating"));
-    let r = get(&w.app, "/api/queues/default/tasks/missing").await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
-    assert_eq!(
-        r.text(),
-        "task not found: cannot find task with id=missing in queue \"default\"\n"
-    );
-    let r = get(&w.app, "/api/queues/nope/tasks/p1").await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let not_found = StatusCode::NOT_FOUND;
+    answers(
+        &w.app,
+        vec![
+            answer(
+                "unknown task",
+                Method::GET,
+                "/api/queues/default/tasks/missing",
+                not_found,
+            )
+            .text("task not found: cannot find task with id=missing in queue \"default\"\n"),
+            answer(
+                "unknown queue",
+                Method::GET,
+                "/api/queues/nope/tasks/p1",
+                not_found,
+            ),
+        ],
+    )
+    .await;
 }
 
 /// The task detail shows a payload longer than `--max-payload-length`
 /// whole; lists cut it to the limit plus `…` (asynqmon #301 fixed).
 #[tokio::test]
 async fn lists_cut_payloads_and_detail_does_not() {
-    let w = seed(WebConfig {
+    let w = world(WebConfig {
         max_payload_length: 5,
         max_result_length: 2,
         ..fresh()
@@ -770,7 +775,7 @@ async fn lists_cut_payloads_and_detail_does_not() {
 /// §2a `GET /queues/{q}/groups`: `{"groups", "stats"}`; unknown queue 404.
 #[tokio::test]
 async fn groups_route() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     assert_eq!(
         get_json(&w.app, "/api/queues/default/groups").await,
         json!({"groups": [{"group": "batch", "size": 2}], "stats": default_snapshot(&w).await})
@@ -784,7 +789,7 @@ async fn groups_route() {
 /// after the last `:`).
 #[tokio::test]
 async fn pause_and_resume_routes() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let r = post(&w.app, "/api/queues/default:pause", None).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert!(r.body.is_empty());
@@ -814,25 +819,46 @@ async fn pause_and_resume_routes() {
         true
     );
     // No verb, or an unknown one: the path is the GET/DELETE route → 405.
-    let r = post(&w.app, "/api/queues/default", None).await;
-    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
-    let r = post(&w.app, "/api/queues/default:explode", None).await;
-    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    let not_allowed = StatusCode::METHOD_NOT_ALLOWED;
+    answers(
+        &w.app,
+        vec![
+            answer("no verb", Method::POST, "/api/queues/default", not_allowed),
+            answer(
+                "unknown verb",
+                Method::POST,
+                "/api/queues/default:explode",
+                not_allowed,
+            ),
+        ],
+    )
+    .await;
 }
 
 /// §2a `DELETE /queues/{q}`: 400 when not empty, 404 when unknown, 204
 /// when empty (and the queue is gone).
 #[tokio::test]
 async fn delete_queue_route() {
-    let w = seed(fresh()).await;
-    let r = delete(&w.app, "/api/queues/default").await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        r.text(),
-        "queue is not empty: queue \"default\" is not empty\n"
-    );
-    let r = delete(&w.app, "/api/queues/nope").await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let w = world(fresh()).await;
+    answers(
+        &w.app,
+        vec![
+            answer(
+                "not empty",
+                Method::DELETE,
+                "/api/queues/default",
+                StatusCode::BAD_REQUEST,
+            )
+            .text("queue is not empty: queue \"default\" is not empty\n"),
+            answer(
+                "unknown",
+                Method::DELETE,
+                "/api/queues/nope",
+                StatusCode::NOT_FOUND,
+            ),
+        ],
+    )
+    .await;
     let r = delete(&w.app, "/api/queues/critical/pending_tasks:delete_all").await;
     assert_eq!(r.json(), json!({"deleted": 1}));
     let r = delete(&w.app, "/api/queues/critical").await;
@@ -856,32 +882,58 @@ async fn state_of(w: &World, id: &str) -> Option<TaskState> {
 /// task is 404; a refused change is 400.
 #[tokio::test]
 async fn single_task_routes() {
-    let w = seed(fresh()).await;
-    let ok = |r: Reply| assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
-
-    ok(post(&w.app, "/api/queues/default/pending_tasks/p1:archive", None).await);
-    assert_eq!(state_of(&w, "p1").await, Some(TaskState::Archived));
-    ok(post(&w.app, "/api/queues/default/archived_tasks/p1:run", None).await);
-    assert_eq!(state_of(&w, "p1").await, Some(TaskState::Pending));
-    ok(delete(&w.app, "/api/queues/default/pending_tasks/p1").await);
-    assert_eq!(state_of(&w, "p1").await, None);
-
-    ok(post(
-        &w.app,
-        "/api/queues/default/scheduled_tasks/s1:archive",
-        None,
+    let w = world(fresh()).await;
+    steps(
+        &w,
+        vec![
+            (
+                Method::POST,
+                "/api/queues/default/pending_tasks/p1:archive",
+                Some(("p1", Some(TaskState::Archived))),
+            ),
+            (
+                Method::POST,
+                "/api/queues/default/archived_tasks/p1:run",
+                Some(("p1", Some(TaskState::Pending))),
+            ),
+            (
+                Method::DELETE,
+                "/api/queues/default/pending_tasks/p1",
+                Some(("p1", None)),
+            ),
+            (
+                Method::POST,
+                "/api/queues/default/scheduled_tasks/s1:archive",
+                Some(("s1", Some(TaskState::Archived))),
+            ),
+            (
+                Method::DELETE,
+                "/api/queues/default/archived_tasks/s1",
+                Some(("s1", None)),
+            ),
+            (
+                Method::POST,
+                "/api/queues/default/retry_tasks/r1:run",
+                Some(("r1", Some(TaskState::Pending))),
+            ),
+            (
+                Method::POST,
+                "/api/queues/default/pending_tasks/r1:archive",
+                None,
+            ),
+            (
+                Method::POST,
+                "/api/queues/default/archived_tasks/r1:run",
+                None,
+            ),
+            (
+                Method::DELETE,
+                "/api/queues/default/retry_tasks/r1",
+                Some(("r1", None)),
+            ),
+        ],
     )
-    .await);
-    assert_eq!(state_of(&w, "s1").await, Some(TaskState::Archived));
-    ok(delete(&w.app, "/api/queues/default/archived_tasks/s1").await);
-    assert_eq!(state_of(&w, "s1").await, None);
-
-    ok(post(&w.app, "/api/queues/default/retry_tasks/r1:run", None).await);
-    assert_eq!(state_of(&w, "r1").await, Some(TaskState::Pending));
-    ok(post(&w.app, "/api/queues/default/pending_tasks/r1:archive", None).await);
-    ok(post(&w.app, "/api/queues/default/archived_tasks/r1:run", None).await);
-    ok(delete(&w.app, "/api/queues/default/retry_tasks/r1").await);
-    assert_eq!(state_of(&w, "r1").await, None);
+    .await;
 
     // A second retry task (in queue `side`) archived by its own route.
     enqueue(&w.client, "r2", "side", "t", b"", EnqueueOptions::new()).await;
@@ -890,30 +942,40 @@ async fn single_task_routes() {
         .retry(&t, t_read() + chrono::Duration::minutes(5), "again", true)
         .await
         .unwrap();
-    ok(post(&w.app, "/api/queues/side/retry_tasks/r2:archive", None).await);
+    step(
+        &w,
+        Method::POST,
+        "/api/queues/side/retry_tasks/r2:archive",
+        None,
+    )
+    .await;
     let r2 = w.inspector.get_task_info("side", "r2").await.unwrap();
     assert_eq!(
         (r2.state, r2.last_err.as_str()),
         (TaskState::Archived, "again")
     );
 
-    ok(delete(&w.app, "/api/queues/default/completed_tasks/c1").await);
-    assert_eq!(state_of(&w, "c1").await, None);
-
-    ok(post(
-        &w.app,
-        "/api/queues/default/groups/batch/aggregating_tasks/g1:run",
-        None,
+    steps(
+        &w,
+        vec![
+            (
+                Method::DELETE,
+                "/api/queues/default/completed_tasks/c1",
+                Some(("c1", None)),
+            ),
+            (
+                Method::POST,
+                "/api/queues/default/groups/batch/aggregating_tasks/g1:run",
+                Some(("g1", Some(TaskState::Pending))),
+            ),
+            (
+                Method::POST,
+                "/api/queues/default/groups/batch/aggregating_tasks/g2:archive",
+                Some(("g2", Some(TaskState::Archived))),
+            ),
+        ],
     )
-    .await);
-    assert_eq!(state_of(&w, "g1").await, Some(TaskState::Pending));
-    ok(post(
-        &w.app,
-        "/api/queues/default/groups/batch/aggregating_tasks/g2:archive",
-        None,
-    )
-    .await);
-    assert_eq!(state_of(&w, "g2").await, Some(TaskState::Archived));
+    .await;
     enqueue(
         &w.client,
         "g3",
@@ -923,12 +985,13 @@ async fn single_task_routes() {
         EnqueueOptions::new().group("batch"),
     )
     .await;
-    ok(delete(
-        &w.app,
+    step(
+        &w,
+        Method::DELETE,
         "/api/queues/default/groups/batch/aggregating_tasks/g3",
+        Some(("g3", None)),
     )
-    .await);
-    assert_eq!(state_of(&w, "g3").await, None);
+    .await;
 
     // A scheduled task run by its route.
     enqueue(
@@ -940,8 +1003,13 @@ async fn single_task_routes() {
         EnqueueOptions::new().process_in(Duration::from_secs(60)),
     )
     .await;
-    ok(post(&w.app, "/api/queues/default/scheduled_tasks/s2:run", None).await);
-    assert_eq!(state_of(&w, "s2").await, Some(TaskState::Pending));
+    step(
+        &w,
+        Method::POST,
+        "/api/queues/default/scheduled_tasks/s2:run",
+        Some(("s2", Some(TaskState::Pending))),
+    )
+    .await;
     // A scheduled task deleted by its route; a retry task archived by its route.
     enqueue(
         &w.client,
@@ -952,33 +1020,70 @@ async fn single_task_routes() {
         EnqueueOptions::new().process_in(Duration::from_secs(60)),
     )
     .await;
-    ok(delete(&w.app, "/api/queues/default/scheduled_tasks/s3").await);
-    assert_eq!(state_of(&w, "s3").await, None);
+    step(
+        &w,
+        Method::DELETE,
+        "/api/queues/default/scheduled_tasks/s3",
+        Some(("s3", None)),
+    )
+    .await;
 
     // Cancel publishes; the task stays active.
-    ok(post(&w.app, "/api/queues/default/active_tasks/act1:cancel", None).await);
-    assert_eq!(state_of(&w, "act1").await, Some(TaskState::Active));
+    step(
+        &w,
+        Method::POST,
+        "/api/queues/default/active_tasks/act1:cancel",
+        Some(("act1", Some(TaskState::Active))),
+    )
+    .await;
 
     // Errors.
-    let r = delete(&w.app, "/api/queues/default/pending_tasks/missing").await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
-    let r = post(&w.app, "/api/queues/nope/retry_tasks/r1:run", None).await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
-    let r = post(&w.app, "/api/queues/default/scheduled_tasks/act1:run", None).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.text(), "FAILED_PRECONDITION: task is already running\n");
-    let r = post(&w.app, "/api/queues/default/retry_tasks/g2:archive", None).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "already archived");
-    let r = post(&w.app, "/api/queues/default/pending_tasks/:archive", None).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.text(), "route parameters should not be empty\n");
+    let (not_found, bad) = (StatusCode::NOT_FOUND, StatusCode::BAD_REQUEST);
+    answers(
+        &w.app,
+        vec![
+            answer(
+                "missing task",
+                Method::DELETE,
+                "/api/queues/default/pending_tasks/missing",
+                not_found,
+            ),
+            answer(
+                "unknown queue",
+                Method::POST,
+                "/api/queues/nope/retry_tasks/r1:run",
+                not_found,
+            ),
+            answer(
+                "running task",
+                Method::POST,
+                "/api/queues/default/scheduled_tasks/act1:run",
+                bad,
+            )
+            .text("FAILED_PRECONDITION: task is already running\n"),
+            answer(
+                "already archived",
+                Method::POST,
+                "/api/queues/default/retry_tasks/g2:archive",
+                bad,
+            ),
+            answer(
+                "empty id",
+                Method::POST,
+                "/api/queues/default/pending_tasks/:archive",
+                bad,
+            )
+            .text("route parameters should not be empty\n"),
+        ],
+    )
+    .await;
 }
 
 /// A task id containing `:` is addressed whole by DELETE and split at the
 /// last `:` by a POST verb.
 #[tokio::test]
 async fn task_ids_with_colons() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     enqueue(
         &w.client,
         "job:7",
@@ -1009,7 +1114,7 @@ async fn task_ids_with_colons() {
 /// out (unknown ids land in the failure list, request order kept).
 #[tokio::test]
 async fn batch_routes() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let batch = |path: &'static str, ids: &'static str| {
         let app = w.app.clone();
         async move {
@@ -1019,58 +1124,50 @@ async fn batch_routes() {
             r.json()
         }
     };
-    assert_eq!(
-        batch(
+    for (path, ids, want) in [
+        (
             "/api/queues/default/pending_tasks:batch_archive",
-            r#"["p1","zz"]"#
-        )
-        .await,
-        json!({"archived_ids": ["p1"], "error_ids": ["zz"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["p1","zz"]"#,
+            json!({"archived_ids": ["p1"], "error_ids": ["zz"]}),
+        ),
+        (
             "/api/queues/default/archived_tasks:batch_run",
-            r#"["p1","a1","zz"]"#
-        )
-        .await,
-        json!({"pending_ids": ["p1", "a1"], "error_ids": ["zz"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["p1","a1","zz"]"#,
+            json!({"pending_ids": ["p1", "a1"], "error_ids": ["zz"]}),
+        ),
+        (
             "/api/queues/default/pending_tasks:batch_delete",
-            r#"["p1","zz"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["p1"], "failed_ids": ["zz"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["p1","zz"]"#,
+            json!({"deleted_ids": ["p1"], "failed_ids": ["zz"]}),
+        ),
+        (
             "/api/queues/default/scheduled_tasks:batch_archive",
-            r#"["s1"]"#
-        )
-        .await,
-        json!({"archived_ids": ["s1"], "error_ids": []})
-    );
-    assert_eq!(
-        batch(
+            r#"["s1"]"#,
+            json!({"archived_ids": ["s1"], "error_ids": []}),
+        ),
+        (
             "/api/queues/default/archived_tasks:batch_delete",
-            r#"["s1"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["s1"], "failed_ids": []})
-    );
-    assert_eq!(
-        batch("/api/queues/default/retry_tasks:batch_run", r#"["r1"]"#).await,
-        json!({"pending_ids": ["r1"], "error_ids": []})
-    );
-    assert_eq!(
-        batch("/api/queues/default/retry_tasks:batch_archive", r#"["r1"]"#).await,
-        json!({"archived_ids": ["r1"], "error_ids": []})
-    );
-    assert_eq!(
-        batch("/api/queues/default/retry_tasks:batch_delete", r#"["r1"]"#).await,
-        json!({"deleted_ids": ["r1"], "failed_ids": []})
-    );
+            r#"["s1"]"#,
+            json!({"deleted_ids": ["s1"], "failed_ids": []}),
+        ),
+        (
+            "/api/queues/default/retry_tasks:batch_run",
+            r#"["r1"]"#,
+            json!({"pending_ids": ["r1"], "error_ids": []}),
+        ),
+        (
+            "/api/queues/default/retry_tasks:batch_archive",
+            r#"["r1"]"#,
+            json!({"archived_ids": ["r1"], "error_ids": []}),
+        ),
+        (
+            "/api/queues/default/retry_tasks:batch_delete",
+            r#"["r1"]"#,
+            json!({"deleted_ids": ["r1"], "failed_ids": []}),
+        ),
+    ] {
+        assert_eq!(batch(path, ids).await, want, "{path} {ids}");
+    }
     for id in ["s4", "s5", "s6"] {
         enqueue(
             &w.client,
@@ -1082,42 +1179,35 @@ async fn batch_routes() {
         )
         .await;
     }
-    assert_eq!(
-        batch("/api/queues/default/scheduled_tasks:batch_run", r#"["s4"]"#).await,
-        json!({"pending_ids": ["s4"], "error_ids": []})
-    );
-    assert_eq!(
-        batch(
+    for (path, ids, want) in [
+        (
+            "/api/queues/default/scheduled_tasks:batch_run",
+            r#"["s4"]"#,
+            json!({"pending_ids": ["s4"], "error_ids": []}),
+        ),
+        (
             "/api/queues/default/scheduled_tasks:batch_delete",
-            r#"["s5","s4"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["s5", "s4"], "failed_ids": []})
-    );
-    assert_eq!(
-        batch(
+            r#"["s5","s4"]"#,
+            json!({"deleted_ids": ["s5", "s4"], "failed_ids": []}),
+        ),
+        (
             "/api/queues/default/completed_tasks:batch_delete",
-            r#"["c1","c1"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["c1"], "failed_ids": ["c1"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["c1","c1"]"#,
+            json!({"deleted_ids": ["c1"], "failed_ids": ["c1"]}),
+        ),
+        (
             "/api/queues/default/groups/batch/aggregating_tasks:batch_run",
-            r#"["g1"]"#
-        )
-        .await,
-        json!({"pending_ids": ["g1"], "error_ids": []})
-    );
-    assert_eq!(
-        batch(
+            r#"["g1"]"#,
+            json!({"pending_ids": ["g1"], "error_ids": []}),
+        ),
+        (
             "/api/queues/default/groups/batch/aggregating_tasks:batch_archive",
-            r#"["g2"]"#
-        )
-        .await,
-        json!({"archived_ids": ["g2"], "error_ids": []})
-    );
+            r#"["g2"]"#,
+            json!({"archived_ids": ["g2"], "error_ids": []}),
+        ),
+    ] {
+        assert_eq!(batch(path, ids).await, want, "{path} {ids}");
+    }
     enqueue(
         &w.client,
         "g3",
@@ -1127,22 +1217,20 @@ async fn batch_routes() {
         EnqueueOptions::new().group("batch"),
     )
     .await;
-    assert_eq!(
-        batch(
+    for (path, ids, want) in [
+        (
             "/api/queues/default/groups/batch/aggregating_tasks:batch_delete",
-            r#"["g3","zz"]"#
-        )
-        .await,
-        json!({"deleted_ids": ["g3"], "failed_ids": ["zz"]})
-    );
-    assert_eq!(
-        batch(
+            r#"["g3","zz"]"#,
+            json!({"deleted_ids": ["g3"], "failed_ids": ["zz"]}),
+        ),
+        (
             "/api/queues/default/active_tasks:batch_cancel",
-            r#"["act1","other"]"#
-        )
-        .await,
-        json!({"canceled_ids": ["act1", "other"], "error_ids": []})
-    );
+            r#"["act1","other"]"#,
+            json!({"canceled_ids": ["act1", "other"], "error_ids": []}),
+        ),
+    ] {
+        assert_eq!(batch(path, ids).await, want, "{path} {ids}");
+    }
     // Missing or null task_ids is an empty batch (Go decodes it as nil).
     assert_eq!(
         batch("/api/queues/default/pending_tasks:batch_delete", "null").await,
@@ -1175,7 +1263,7 @@ async fn batch_routes() {
 /// limit is read.
 #[tokio::test]
 async fn batch_body_rules() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let path = "/api/queues/default/pending_tasks:batch_delete";
     for body in [
         r#"{"task_ids": ["p1"], "extra": 1}"#,
@@ -1202,11 +1290,11 @@ async fn batch_body_rules() {
 /// `archived`; `cancel_all` is 204.
 #[tokio::test]
 async fn all_routes() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let call = |method: Method, path: &'static str| {
         let app = w.app.clone();
         async move {
-            let r = send(&app, method, path, None).await;
+            let r = http::api(&app, method, path, None).await;
             assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.text());
             r.json()
         }
@@ -1225,34 +1313,35 @@ async fn all_routes() {
             .await;
         }
     };
-    assert_eq!(
-        call(Method::POST, "/api/queues/default/retry_tasks:archive_all").await,
-        json!({"archived": 1})
-    );
-    assert_eq!(
-        call(Method::POST, "/api/queues/default/archived_tasks:run_all").await,
-        json!({"scheduled": 2})
-    );
-    assert_eq!(
-        call(
+    for (method, path, want) in [
+        (
             Method::POST,
-            "/api/queues/default/pending_tasks:archive_all"
-        )
-        .await,
-        json!({"archived": 4})
-    );
-    assert_eq!(
-        call(
+            "/api/queues/default/retry_tasks:archive_all",
+            json!({"archived": 1}),
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/archived_tasks:run_all",
+            json!({"scheduled": 2}),
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/pending_tasks:archive_all",
+            json!({"archived": 4}),
+        ),
+        (
             Method::DELETE,
-            "/api/queues/default/archived_tasks:delete_all"
-        )
-        .await,
-        json!({"deleted": 4})
-    );
-    assert_eq!(
-        call(Method::POST, "/api/queues/default/scheduled_tasks:run_all").await,
-        json!({"scheduled": 1})
-    );
+            "/api/queues/default/archived_tasks:delete_all",
+            json!({"deleted": 4}),
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/scheduled_tasks:run_all",
+            json!({"scheduled": 1}),
+        ),
+    ] {
+        assert_eq!(call(method.clone(), path).await, want, "{method} {path}");
+    }
     add_scheduled(&["s2", "s3"]).await;
     assert_eq!(
         call(
@@ -1263,46 +1352,40 @@ async fn all_routes() {
         json!({"archived": 2})
     );
     add_scheduled(&["s4"]).await;
-    assert_eq!(
-        call(
+    for (method, path, want) in [
+        (
             Method::DELETE,
-            "/api/queues/default/scheduled_tasks:delete_all"
-        )
-        .await,
-        json!({"deleted": 1})
-    );
-    assert_eq!(
-        call(
+            "/api/queues/default/scheduled_tasks:delete_all",
+            json!({"deleted": 1}),
+        ),
+        (
             Method::DELETE,
-            "/api/queues/default/pending_tasks:delete_all"
-        )
-        .await,
-        json!({"deleted": 1})
-    );
-    assert_eq!(
-        call(
+            "/api/queues/default/pending_tasks:delete_all",
+            json!({"deleted": 1}),
+        ),
+        (
             Method::DELETE,
-            "/api/queues/default/completed_tasks:delete_all"
-        )
-        .await,
-        json!({"deleted": 1})
-    );
-    assert_eq!(
-        call(Method::DELETE, "/api/queues/default/retry_tasks:delete_all").await,
-        json!({"deleted": 0})
-    );
-    assert_eq!(
-        call(Method::POST, "/api/queues/default/retry_tasks:run_all").await,
-        json!({"scheduled": 0})
-    );
-    assert_eq!(
-        call(
+            "/api/queues/default/completed_tasks:delete_all",
+            json!({"deleted": 1}),
+        ),
+        (
+            Method::DELETE,
+            "/api/queues/default/retry_tasks:delete_all",
+            json!({"deleted": 0}),
+        ),
+        (
             Method::POST,
-            "/api/queues/default/groups/batch/aggregating_tasks:run_all"
-        )
-        .await,
-        json!({"scheduled": 2})
-    );
+            "/api/queues/default/retry_tasks:run_all",
+            json!({"scheduled": 0}),
+        ),
+        (
+            Method::POST,
+            "/api/queues/default/groups/batch/aggregating_tasks:run_all",
+            json!({"scheduled": 2}),
+        ),
+    ] {
+        assert_eq!(call(method.clone(), path).await, want, "{method} {path}");
+    }
     for id in ["g3", "g4"] {
         enqueue(
             &w.client,
@@ -1339,12 +1422,30 @@ async fn all_routes() {
         .await,
         json!({"deleted": 1})
     );
-    let r = post(&w.app, "/api/queues/default/active_tasks:cancel_all", None).await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = post(&w.app, "/api/queues/nope/active_tasks:cancel_all", None).await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
-    let r = delete(&w.app, "/api/queues/nope/pending_tasks:delete_all").await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    answers(
+        &w.app,
+        vec![
+            answer(
+                "cancel all",
+                Method::POST,
+                "/api/queues/default/active_tasks:cancel_all",
+                StatusCode::NO_CONTENT,
+            ),
+            answer(
+                "cancel all, unknown queue",
+                Method::POST,
+                "/api/queues/nope/active_tasks:cancel_all",
+                StatusCode::NOT_FOUND,
+            ),
+            answer(
+                "delete all, unknown queue",
+                Method::DELETE,
+                "/api/queues/nope/pending_tasks:delete_all",
+                StatusCode::NOT_FOUND,
+            ),
+        ],
+    )
+    .await;
 
     let info = w.inspector.queue_info("default").await.unwrap();
     assert_eq!(
@@ -1367,7 +1468,7 @@ async fn all_routes() {
 /// JSON error.
 #[tokio::test]
 async fn unknown_routes_and_methods() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     for (method, path, status) in [
         (Method::GET, "/api/nope", StatusCode::NOT_FOUND),
         (
@@ -1461,7 +1562,7 @@ async fn unknown_routes_and_methods() {
             StatusCode::NOT_FOUND,
         ),
     ] {
-        let r = send(&w.app, method.clone(), path, None).await;
+        let r = http::api(&w.app, method.clone(), path, None).await;
         assert_eq!(r.status, status, "{method} {path}: {}", r.text());
     }
     assert_eq!(
@@ -1485,7 +1586,7 @@ async fn unknown_routes_and_methods() {
 /// §2a `GET /servers`: asynqmon's `serverInfo` with `active_workers`.
 #[tokio::test]
 async fn servers_route() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     assert_eq!(
         get_json(&w.app, "/api/servers").await,
         json!({"servers": [{
@@ -1513,7 +1614,7 @@ async fn servers_route() {
 /// first, paged; an unknown entry has none).
 #[tokio::test]
 async fn scheduler_routes() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     assert_eq!(
         get_json(&w.app, "/api/scheduler_entries").await,
         json!({"entries": [
@@ -1561,7 +1662,7 @@ async fn scheduler_routes() {
 /// `INFO`, `cluster: false`, `raw_cluster_nodes: ""`, `queue_locations: null`.
 #[tokio::test]
 async fn redis_info_route() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let body = get_json(&w.app, "/api/redis_info").await;
     let mut keys: Vec<&str> = body
         .as_object()
@@ -1741,7 +1842,7 @@ async fn redis_info_route_on_a_cluster() {
 /// a same-origin one and one without `Origin` (curl) work.
 #[tokio::test]
 async fn read_only_and_cross_origin_are_refused() {
-    let w = seed(WebConfig {
+    let w = world(WebConfig {
         read_only: true,
         ..fresh()
     })
@@ -1759,7 +1860,7 @@ async fn read_only_and_cross_origin_are_refused() {
             "/api/queues/default/pending_tasks:delete_all",
         ),
     ] {
-        let r = send(&w.app, method.clone(), path, Some(r#"{"task_ids":["p1"]}"#)).await;
+        let r = http::api(&w.app, method.clone(), path, Some(r#"{"task_ids":["p1"]}"#)).await;
         assert_eq!(r.status, StatusCode::FORBIDDEN, "{method} {path}");
     }
     assert_eq!(state_of(&w, "p1").await, Some(TaskState::Pending));
@@ -1773,56 +1874,56 @@ async fn read_only_and_cross_origin_are_refused() {
 
     // A dashboard reached as dash.local (a library user lists the names
     // it is served under: R15).
-    let w = seed(WebConfig {
+    let w = world(WebConfig {
         allowed_hosts: asynqdeck::web::AllowedHosts::LoopbackAnd(vec!["dash.local".into()]),
         ..fresh()
     })
     .await;
     let evil = [("host", "dash.local:8080"), ("origin", "http://evil")];
-    let r = send_with(
+    let r = http::call(
         &w.app,
         Method::POST,
         "/api/queues/default:pause",
-        None,
         &evil,
+        None,
     )
     .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
-    let r = send_with(
+    let r = http::call(
         &w.app,
         Method::DELETE,
         "/api/queues/default/pending_tasks/p1",
-        None,
         &evil,
+        None,
     )
     .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let site = [("sec-fetch-site", "cross-site")];
-    let r = send_with(
+    let r = http::call(
         &w.app,
         Method::POST,
         "/api/queues/default:pause",
-        None,
         &site,
+        None,
     )
     .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(!w.inspector.queue_info("default").await.unwrap().paused);
     assert_eq!(state_of(&w, "p1").await, Some(TaskState::Pending));
     // Reads are not refused cross-origin (CORS decides what a page may read).
-    let r = send_with(&w.app, Method::GET, "/api/queues", None, &evil).await;
+    let r = http::call(&w.app, Method::GET, "/api/queues", &evil, None).await;
     assert_eq!(r.status, StatusCode::OK);
 
     let same = [
         ("host", "dash.local:8080"),
         ("origin", "http://dash.local:8080"),
     ];
-    let r = send_with(
+    let r = http::call(
         &w.app,
         Method::POST,
         "/api/queues/default:pause",
-        None,
         &same,
+        None,
     )
     .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
@@ -1833,7 +1934,7 @@ async fn read_only_and_cross_origin_are_refused() {
 /// Basic auth and the root path apply to `/api` too.
 #[tokio::test]
 async fn root_path_and_basic_auth() {
-    let w = seed(WebConfig {
+    let w = world(WebConfig {
         root_path: "/asynq".into(),
         basic_auth: Some(("ops".into(), "s3cret".into())),
         ..fresh()
@@ -1843,19 +1944,19 @@ async fn root_path_and_basic_auth() {
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     // base64("ops:s3cret")
     let auth = [("authorization", "Basic b3BzOnMzY3JldA==")];
-    let r = send_with(&w.app, Method::GET, "/asynq/api/queues", None, &auth).await;
+    let r = http::call(&w.app, Method::GET, "/asynq/api/queues", &auth, None).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.json()["queues"].as_array().unwrap().len(), 2);
-    let r = send_with(
+    let r = http::call(
         &w.app,
         Method::POST,
         "/asynq/api/queues/default:pause",
-        None,
         &auth,
+        None,
     )
     .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = send_with(&w.app, Method::GET, "/api/queues", None, &auth).await;
+    let r = http::call(&w.app, Method::GET, "/api/queues", &auth, None).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "only under the root path");
 }
 
@@ -1863,7 +1964,7 @@ async fn root_path_and_basic_auth() {
 /// a change made elsewhere is not seen, an API action refreshes it.
 #[tokio::test]
 async fn queue_numbers_are_shared_per_interval() {
-    let w = seed(WebConfig {
+    let w = world(WebConfig {
         poll_interval: Duration::from_secs(3600),
         ..WebConfig::default()
     })
@@ -1891,7 +1992,7 @@ async fn queue_numbers_are_shared_per_interval() {
 /// its id and a `corrupt` reason; its detail is 422, not 500.
 #[tokio::test]
 async fn corrupt_task_is_a_row_and_a_422() {
-    let w = seed(fresh()).await;
+    let w = world(fresh()).await;
     let mut raw = w.db.raw().await;
     let _: () = redis::cmd("HSET")
         .arg("asynq:{default}:t:p2")

@@ -5,38 +5,24 @@
 //! outage signal (issue 4 items 2 and 3; S14, S29; wire spec §9.7, §9.9,
 //! §9.10).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use asynqdeck::Inspector;
-use asynqdeck::broker::proto::{
-    SchedulerEnqueueEvent, SchedulerEntry, ServerInfo, Timestamp, WorkerInfo,
-};
+use asynqdeck::broker::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp};
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::server::sampler::Sampler;
 use asynqdeck::web::{AppState, WebConfig};
 use axum::Router;
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use http_body_util::BodyExt;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
-use tower::ServiceExt;
 
+use crate::support::clock::{broker_at, now, ts};
+use crate::support::http::{self, Dashboard};
+use crate::support::seed;
 use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z.
-fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
-
-fn ts(t: DateTime<Utc>) -> Option<Timestamp> {
-    Some(Timestamp::from_utc(Some(t)))
-}
 
 struct Setup {
     app: Router,
@@ -49,33 +35,13 @@ struct Setup {
 /// clock set to [`now`], default settings (poll interval 5 s).
 async fn setup(db: &TestDb) -> Setup {
     let clock = SimulatedClock::new(now());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
-    let state = AppState::new(Inspector::from_broker(broker.clone()), WebConfig::default());
+    let broker = broker_at(db, &clock).await;
     Setup {
-        app: asynqdeck::web::router(state),
+        app: Dashboard::new(Inspector::from_broker(broker.clone()), WebConfig::default()).app,
         broker,
         clock,
         raw: db.raw().await,
     }
-}
-
-/// GETs `uri` (as htmx when `htmx`) and returns the status and body.
-async fn get(app: &Router, uri: &str, htmx: bool) -> (StatusCode, String) {
-    let mut req = Request::get(uri);
-    if htmx {
-        req = req.header("HX-Request", "true");
-    }
-    let resp = app
-        .clone()
-        .oneshot(req.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    let body = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8(body.to_vec()).unwrap())
 }
 
 /// Occurrences of `needle` in `hay`.
@@ -89,34 +55,6 @@ async fn add_queue(raw: &mut MultiplexedConnection, queue: &str) {
 
 // ---------------------------------------------------------------- servers
 
-fn server(host: &str) -> ServerInfo {
-    ServerInfo {
-        host: host.into(),
-        pid: 4242,
-        server_id: "0b5d6b2e-srv".into(),
-        concurrency: 10,
-        queues: [("critical".to_string(), 6), ("default".to_string(), 3)].into(),
-        strict_priority: true,
-        status: "active".into(),
-        start_time: ts(now() - chrono::Duration::minutes(5)),
-        active_worker_count: 2,
-    }
-}
-
-fn worker(s: &ServerInfo, task_id: &str, started_secs_ago: i64) -> WorkerInfo {
-    WorkerInfo {
-        host: s.host.clone(),
-        pid: s.pid,
-        server_id: s.server_id.clone(),
-        task_id: task_id.into(),
-        task_type: "email:send".into(),
-        task_payload: br#"{"to":"a@b.c"}"#.to_vec(),
-        queue: "critical".into(),
-        start_time: ts(now() - chrono::Duration::seconds(started_secs_ago)),
-        deadline: ts(now() + chrono::Duration::seconds(60)),
-    }
-}
-
 /// §9.9: a server written with `write_server_state` shows its host, pid,
 /// queues with weights (highest first), strict priority, active workers
 /// over concurrency, status, start time (UTC + relative), and each running
@@ -125,17 +63,20 @@ fn worker(s: &ServerInfo, task_id: &str, started_secs_ago: i64) -> WorkerInfo {
 async fn servers_page_lists_a_server_and_its_workers() {
     let db = support::redis();
     let s = setup(&db).await;
-    let info = server("web-1");
+    let info = seed::server("web-1", 4242, "0b5d6b2e-srv", 2);
     s.broker
         .write_server_state(
             &info,
-            &[worker(&info, "task-a", 30), worker(&info, "task-b", 10)],
+            &[
+                seed::worker(&info, "task-a", br#"{"to":"a@b.c"}"#.to_vec(), 30, 60),
+                seed::worker(&info, "task-b", br#"{"to":"a@b.c"}"#.to_vec(), 10, 60),
+            ],
             Duration::from_secs(60),
         )
         .await
         .unwrap();
 
-    let (status, html) = get(&s.app, "/servers", false).await;
+    let (status, html) = http::page(&s.app, "/servers", false).await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.starts_with("<!doctype html>"));
     assert_eq!(count(&html, r#"<tr class="server">"#), 1);
@@ -165,7 +106,7 @@ async fn servers_page_lists_a_server_and_its_workers() {
     assert!(html.contains(r#"{&#34;to&#34;:&#34;a@b.c&#34;}"#));
 
     // htmx gets the live fragment alone, with its poll trigger.
-    let (status, frag) = get(&s.app, "/servers", true).await;
+    let (status, frag) = http::page(&s.app, "/servers", true).await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(frag.starts_with(
         r#"<section id="servers" class="live" hx-get="/servers" hx-trigger="every 5s""#
@@ -179,7 +120,7 @@ async fn servers_page_lists_a_server_and_its_workers() {
 async fn servers_page_without_servers_says_so() {
     let db = support::redis();
     let s = setup(&db).await;
-    let (status, html) = get(&s.app, "/servers", false).await;
+    let (status, html) = http::page(&s.app, "/servers", false).await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("No server is running."));
     assert_eq!(count(&html, r#"<tr class="server">"#), 0);
@@ -191,15 +132,15 @@ async fn servers_page_without_servers_says_so() {
 async fn servers_page_escapes_host_and_task_fields() {
     let db = support::redis();
     let s = setup(&db).await;
-    let mut info = server("<script>alert(1)</script>");
+    let mut info = seed::server("<script>alert(1)</script>", 4242, "0b5d6b2e-srv", 2);
     info.status = "<b>x</b>".into();
-    let mut w = worker(&info, "t1", 1);
+    let mut w = seed::worker(&info, "t1", br#"{"to":"a@b.c"}"#.to_vec(), 1, 60);
     w.task_type = "<script>t()</script>".into();
     s.broker
         .write_server_state(&info, &[w], Duration::from_secs(60))
         .await
         .unwrap();
-    let (status, html) = get(&s.app, "/servers", false).await;
+    let (status, html) = http::page(&s.app, "/servers", false).await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"));
     assert!(html.contains("&#60;script&#62;t()&#60;/script&#62;"));
@@ -243,7 +184,7 @@ async fn schedulers_page_lists_entries() {
         .await
         .unwrap();
 
-    let (status, html) = get(&s.app, "/schedulers", false).await;
+    let (status, html) = http::page(&s.app, "/schedulers", false).await.parts();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(count(&html, r#"<tr class="entry">"#), 2);
     assert_eq!(count(&html, r#"<td class="mono spec">@every 30s</td>"#), 2);
@@ -260,7 +201,7 @@ async fn schedulers_page_lists_entries() {
     assert!(html.contains(r#"href="/schedulers/e1/events""#));
     assert!(html.contains(r#"href="/schedulers/e2/events""#));
 
-    let (_, frag) = get(&s.app, "/schedulers", true).await;
+    let (_, frag) = http::page(&s.app, "/schedulers", true).await.parts();
     assert!(frag.starts_with(r#"<section id="schedulers" class="live""#));
     assert_eq!(count(&frag, r#"<tr class="entry">"#), 2);
 }
@@ -286,7 +227,9 @@ async fn scheduler_events_are_paginated() {
             .unwrap();
     }
 
-    let (status, html) = get(&s.app, "/schedulers/e1/events", false).await;
+    let (status, html) = http::page(&s.app, "/schedulers/e1/events", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.starts_with("<!doctype html>"));
     assert_eq!(count(&html, r#"<tr class="event">"#), 20);
@@ -301,7 +244,9 @@ async fn scheduler_events_are_paginated() {
     assert!(html.contains(r#"href="/schedulers/e1/events?page=2&amp;size=20""#));
     assert!(!html.contains("← Newer"));
 
-    let (status, frag) = get(&s.app, "/schedulers/e1/events?page=2", true).await;
+    let (status, frag) = http::page(&s.app, "/schedulers/e1/events?page=2", true)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(frag.starts_with(r#"<section id="events">"#));
     assert_eq!(count(&frag, r#"<tr class="event">"#), 5);
@@ -310,21 +255,29 @@ async fn scheduler_events_are_paginated() {
     assert!(frag.contains("← Newer"));
     assert!(!frag.contains("Older →"));
 
-    let (status, html) = get(&s.app, "/schedulers/e1/events?page=3", false).await;
+    let (status, html) = http::page(&s.app, "/schedulers/e1/events?page=3", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(count(&html, r#"<tr class="event">"#), 0);
     assert!(html.contains("No events on page 3"));
 
-    let (status, html) = get(&s.app, "/schedulers/e1/events?page=1&size=10", false).await;
+    let (status, html) = http::page(&s.app, "/schedulers/e1/events?page=1&size=10", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(count(&html, r#"<tr class="event">"#), 10);
 
     for bad in ["page=0", "size=0", "page=x", "size=-1"] {
-        let (status, _) = get(&s.app, &format!("/schedulers/e1/events?{bad}"), false).await;
+        let (status, _) = http::page(&s.app, &format!("/schedulers/e1/events?{bad}"), false)
+            .await
+            .parts();
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
     }
 
-    let (status, html) = get(&s.app, "/schedulers/nope/events", false).await;
+    let (status, html) = http::page(&s.app, "/schedulers/nope/events", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("No enqueue recorded for this entry."));
 }
@@ -354,7 +307,9 @@ async fn history_page_charts_daily_counters() {
         .await
         .unwrap();
 
-    let (status, html) = get(&s.app, "/queues/default/history", false).await;
+    let (status, html) = http::page(&s.app, "/queues/default/history", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(count(&html, r#"<g class="bar">"#), 7);
     assert_eq!(count(&html, r#"<tr class="day">"#), 7);
@@ -382,14 +337,18 @@ async fn history_page_charts_daily_counters() {
     assert!(html.contains("a failed attempt counts as processed and as failed"));
     assert!(html.contains(r#"aria-current="page">Last 7 days</a>"#));
 
-    let (status, html) = get(&s.app, "/queues/default/history?days=30", false).await;
+    let (status, html) = http::page(&s.app, "/queues/default/history?days=30", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(count(&html, r#"<g class="bar">"#), 30);
     assert!(html.contains(
         r#"<tr class="day"><td>2026-02-18</td><td class="num">100</td><td class="num">100</td><td class="num">0</td><td class="num">0.00%</td></tr>"#
     ));
 
-    let (status, html) = get(&s.app, "/queues/default/history?days=90", false).await;
+    let (status, html) = http::page(&s.app, "/queues/default/history?days=90", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(count(&html, r#"<g class="bar">"#), 90);
     assert_eq!(count(&html, r#"<tr class="day">"#), 90);
@@ -400,17 +359,20 @@ async fn history_page_charts_daily_counters() {
 async fn history_page_rejects_unknown_queue_and_bad_range() {
     let db = support::redis();
     let mut s = setup(&db).await;
-    let (status, html) = get(&s.app, "/queues/nope/history", false).await;
+    let (status, html) = http::page(&s.app, "/queues/nope/history", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(html.contains("404"));
     add_queue(&mut s.raw, "default").await;
     for bad in ["0", "8", "x", "365"] {
-        let (status, html) = get(
+        let (status, html) = http::page(
             &s.app,
             &format!("/queues/default/history?days={bad}"),
             false,
         )
-        .await;
+        .await
+        .parts();
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
         assert!(html.contains("days must be 7, 30 or 90"));
     }
@@ -437,7 +399,7 @@ async fn redis_page_shows_info() {
         .unwrap()
         .to_string();
 
-    let (status, html) = get(&s.app, "/redis", false).await;
+    let (status, html) = http::page(&s.app, "/redis", false).await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains(&format!(
         r#"<tr class="card"><th>Version</th><td class="value">{version}</td>"#
@@ -451,7 +413,7 @@ async fn redis_page_shows_info() {
     assert!(html.contains(&format!("127.0.0.1:{}", db.port)));
     assert!(!html.contains("<h2>Cluster</h2>"));
 
-    let (status, frag) = get(&s.app, "/redis", true).await;
+    let (status, frag) = http::page(&s.app, "/redis", true).await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(frag.starts_with(r#"<section id="redis" class="live""#));
 }
@@ -553,7 +515,9 @@ async fn outage_fragment_shows_banner_for_fast_growth() {
     }
     assert_eq!(s.clock_now(), now());
 
-    let (status, html) = get(&s.app, "/queues/default/outage", true).await;
+    let (status, html) = http::page(&s.app, "/queues/default/outage", true)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     // A fragment for the retry tab's polling container: no poll of its own.
     assert!(html.starts_with(r#"<div class="outage-signal" data-queue="default">"#));
@@ -583,7 +547,9 @@ async fn outage_fragment_is_quiet_for_a_flat_series() {
             .await
             .unwrap();
     }
-    let (status, html) = get(&s.app, "/queues/default/outage", true).await;
+    let (status, html) = http::page(&s.app, "/queues/default/outage", true)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("Retry queue steady: ±0 in 5 min."));
     assert!(!html.contains("growing fast"));
@@ -598,7 +564,9 @@ async fn outage_fragment_collects_first_and_404s_unknown_queue() {
     let db = support::redis();
     let mut s = setup(&db).await;
     add_queue(&mut s.raw, "default").await;
-    let (status, html) = get(&s.app, "/queues/default/outage", true).await;
+    let (status, html) = http::page(&s.app, "/queues/default/outage", true)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("Collecting samples (the embedded engine records one every 5 s)."));
     assert!(html.contains("None recorded in the last hour"));
@@ -607,11 +575,15 @@ async fn outage_fragment_collects_first_and_404s_unknown_queue() {
         .tick()
         .await
         .unwrap();
-    let (_, html) = get(&s.app, "/queues/default/outage", true).await;
+    let (_, html) = http::page(&s.app, "/queues/default/outage", true)
+        .await
+        .parts();
     assert!(html.contains("Collecting samples"));
     assert!(!html.contains("None recorded"));
 
-    let (status, _) = get(&s.app, "/queues/nope/outage", true).await;
+    let (status, _) = http::page(&s.app, "/queues/nope/outage", true)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
@@ -628,15 +600,22 @@ impl Setup {
 async fn pages_honour_the_root_path() {
     let db = support::redis();
     let clock = SimulatedClock::new(now());
-    let broker = Broker::connect(&db.url())
-        .await
-        .unwrap()
-        .with_clock(Arc::new(clock.clone()));
+    let broker = broker_at(&db, &clock).await;
     let mut raw = db.raw().await;
     add_queue(&mut raw, "default").await;
-    let info = server("web-1");
+    let info = seed::server("web-1", 4242, "0b5d6b2e-srv", 2);
     broker
-        .write_server_state(&info, &[worker(&info, "t1", 1)], Duration::from_secs(60))
+        .write_server_state(
+            &info,
+            &[seed::worker(
+                &info,
+                "t1",
+                br#"{"to":"a@b.c"}"#.to_vec(),
+                1,
+                60,
+            )],
+            Duration::from_secs(60),
+        )
         .await
         .unwrap();
     let config = WebConfig {
@@ -645,7 +624,7 @@ async fn pages_honour_the_root_path() {
     };
     let app = asynqdeck::web::router(AppState::new(Inspector::from_broker(broker), config));
 
-    let (status, html) = get(&app, "/asynq/servers", false).await;
+    let (status, html) = http::page(&app, "/asynq/servers", false).await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains(r#"hx-get="/asynq/servers""#));
     assert!(html.contains(r#"href="/asynq/queues/critical/tasks/t1""#));
@@ -656,12 +635,14 @@ async fn pages_honour_the_root_path() {
         "/asynq/queues/default/outage",
         "/asynq/redis",
     ] {
-        let (status, _) = get(&app, uri, false).await;
+        let (status, _) = http::page(&app, uri, false).await.parts();
         assert_eq!(status, StatusCode::OK, "{uri}");
     }
-    let (status, html) = get(&app, "/asynq/queues/default/history?days=30", false).await;
+    let (status, html) = http::page(&app, "/asynq/queues/default/history?days=30", false)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains(r#"href="/asynq/queues/default/history?days=90""#));
-    let (status, _) = get(&app, "/servers", false).await;
+    let (status, _) = http::page(&app, "/servers", false).await.parts();
     assert_eq!(status, StatusCode::NOT_FOUND);
 }

@@ -9,60 +9,39 @@ use std::time::Duration;
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::web::{AppState, WebConfig};
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task};
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use redis::AsyncCommands;
 use tower::ServiceExt;
 
+use crate::support::http::{self, Dashboard};
 use crate::support::{self, TestDb};
 
 struct Setup {
-    app: Router,
-    token: String,
+    dash: Dashboard,
     client: Client,
     insp: Inspector,
+}
+
+/// The dashboard's router and token (`s.app`, `s.token`) are the shared
+/// [`Dashboard`]'s.
+impl std::ops::Deref for Setup {
+    type Target = Dashboard;
+
+    fn deref(&self) -> &Dashboard {
+        &self.dash
+    }
 }
 
 async fn setup(db: &TestDb, config: WebConfig) -> Setup {
     let broker = Broker::connect(&db.url()).await.unwrap();
     let insp = Inspector::from_broker(broker.clone());
-    let state = AppState::new(insp.clone(), config);
     Setup {
-        token: state.csrf_token.to_string(),
-        app: asynqdeck::web::router(state),
+        dash: Dashboard::new(insp.clone(), config),
         client: Client::from_broker(broker),
         insp,
     }
-}
-
-async fn get(app: &Router, path: &str) -> (StatusCode, String) {
-    let res = app
-        .clone()
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = res.status();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
-}
-
-async fn post(app: &Router, path: &str, token: Option<&str>, form: &str) -> (StatusCode, String) {
-    let mut req = Request::post(path)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("hx-request", "true");
-    if let Some(t) = token {
-        req = req.header("x-csrf-token", t);
-    }
-    let res = app
-        .clone()
-        .oneshot(req.body(Body::from(form.to_string())).unwrap())
-        .await
-        .unwrap();
-    let status = res.status();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 /// Each queue gets a row with its counts, linked tabs and a history link;
@@ -86,7 +65,7 @@ async fn queues_page_lists_every_queue_with_counts() {
         )
         .await
         .unwrap();
-    let (status, html) = get(&s.app, "/").await;
+    let (status, html) = http::get(&s.app, "/").await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(
         html.contains(r#"<a href="/queues/default">default</a>"#),
@@ -147,7 +126,7 @@ async fn failing_statistic_shows_na_not_500() {
         .set(keys::processed_total_key("broken"), "not-a-number")
         .await
         .unwrap();
-    let (status, html) = get(&s.app, "/").await;
+    let (status, html) = http::get(&s.app, "/").await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains(r#"class="na""#), "{html}");
     assert!(html.contains(r#"<a href="/queues/default/pending">1</a>"#));
@@ -164,26 +143,38 @@ async fn queue_actions_pause_resume_delete() {
         .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
         .await
         .unwrap();
-    let (status, _) = post(&s.app, "/queues/default/pause", None, "").await;
+    let (status, _) = http::post_form(&s.app, "/queues/default/pause", "", None)
+        .await
+        .parts();
     assert_eq!(status, StatusCode::FORBIDDEN, "no CSRF token");
     assert!(!s.insp.queue_info("default").await.unwrap().paused);
-    let (status, html) = post(&s.app, "/queues/default/pause", Some(&s.token), "").await;
+    let (status, html) = http::post_form(&s.app, "/queues/default/pause", "", Some(&s.token))
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(s.insp.queue_info("default").await.unwrap().paused);
     assert!(
         html.contains(r#"<span class="badge paused">paused</span>"#),
         "{html}"
     );
-    let (status, body) = post(&s.app, "/queues/default/pause", Some(&s.token), "").await;
+    let (status, body) = http::post_form(&s.app, "/queues/default/pause", "", Some(&s.token))
+        .await
+        .parts();
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body.contains("already paused"), "{body}");
-    let (status, _) = post(&s.app, "/queues/default/resume", Some(&s.token), "").await;
+    let (status, _) = http::post_form(&s.app, "/queues/default/resume", "", Some(&s.token))
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(!s.insp.queue_info("default").await.unwrap().paused);
-    let (status, body) = post(&s.app, "/queues/default/delete", Some(&s.token), "").await;
+    let (status, body) = http::post_form(&s.app, "/queues/default/delete", "", Some(&s.token))
+        .await
+        .parts();
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body.contains("not empty"), "{body}");
-    let (status, _) = post(&s.app, "/queues/default/delete", Some(&s.token), "force=on").await;
+    let (status, _) = http::post_form(&s.app, "/queues/default/delete", "force=on", Some(&s.token))
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
     assert!(s.insp.queues().await.unwrap().is_empty());
 }
@@ -204,10 +195,12 @@ async fn read_only_hides_and_refuses_queue_actions() {
         .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
         .await
         .unwrap();
-    let (_, html) = get(&s.app, "/").await;
+    let (_, html) = http::get(&s.app, "/").await.parts();
     assert!(!html.contains("hx-post"), "{html}");
     assert!(html.contains("read-only"));
-    let (status, _) = post(&s.app, "/queues/default/pause", Some(&s.token), "").await;
+    let (status, _) = http::post_form(&s.app, "/queues/default/pause", "", Some(&s.token))
+        .await
+        .parts();
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(!s.insp.queue_info("default").await.unwrap().paused);
 }
@@ -250,7 +243,7 @@ async fn outage_banner_on_fast_retry_growth() {
             .await
             .unwrap();
     }
-    let (_, html) = get(&s.app, "/").await;
+    let (_, html) = http::get(&s.app, "/").await.parts();
     assert_eq!(html.matches("outage-banner").count(), 1, "{html}");
     assert!(
         html.contains(
@@ -286,10 +279,13 @@ async fn ten_viewers_cost_what_one_does() {
             .await
             .unwrap();
     }
-    let (status, _) = get(&app, "/").await;
+    let (status, _) = http::get(&app, "/").await.parts();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(state.stats.computations(), 1);
-    let views = futures_util::future::join_all((0..10).map(|_| get(&app, "/"))).await;
+    let views = futures_util::future::join_all(
+        (0..10).map(|_| async { http::get(&app, "/").await.parts() }),
+    )
+    .await;
     assert!(
         views
             .iter()
@@ -300,7 +296,7 @@ async fn ten_viewers_cost_what_one_does() {
         1,
         "ten more viewers: still one snapshot"
     );
-    let _ = get(&app, "/api/queues").await;
+    let _ = http::get(&app, "/api/queues").await.parts();
     assert_eq!(state.stats.computations(), 1, "the API shares it too");
 }
 
@@ -355,20 +351,20 @@ async fn redis_down_then_back() {
         },
     );
     let app = asynqdeck::web::router(state);
-    let (status, html) = get(&app, "/").await;
+    let (status, html) = http::get(&app, "/").await.parts();
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("/queues/default"));
 
     redis.kill().unwrap();
     redis.wait().unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let (status, html) = get(&app, "/").await;
+    let (status, html) = http::get(&app, "/").await.parts();
     assert_eq!(status, StatusCode::OK, "the page itself renders");
     assert!(html.contains("Cannot read queues"), "{html}");
-    let (status, html) = get(&app, "/queues/default/pending").await;
+    let (status, html) = http::get(&app, "/queues/default/pending").await.parts();
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(html.contains("Redis is not answering"), "{html}");
-    let (status, _) = get(&app, "/api/queues").await;
+    let (status, _) = http::get(&app, "/api/queues").await.parts();
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
 
     // Back on the same port (data gone: no persistence): pages recover.
@@ -376,7 +372,7 @@ async fn redis_down_then_back() {
     let recovered = support::eventually(Duration::from_secs(10), || {
         let app = app.clone();
         async move {
-            let (status, html) = get(&app, "/").await;
+            let (status, html) = http::get(&app, "/").await.parts();
             (status == StatusCode::OK && !html.contains("Cannot read queues")).then_some(html)
         }
     })
@@ -385,7 +381,7 @@ async fn redis_down_then_back() {
         recovered.is_some(),
         "queues page recovers when Redis is back"
     );
-    let (status, _) = get(&app, "/api/queues").await;
+    let (status, _) = http::get(&app, "/api/queues").await.parts();
     assert_eq!(status, StatusCode::OK);
     redis.kill().unwrap();
     let _ = redis.wait();
@@ -410,16 +406,18 @@ async fn root_path_with_and_without_trailing_slash() {
         .await
         .unwrap();
     for path in ["/asynq/", "/asynq"] {
-        let (status, html) = get(&s.app, path).await;
+        let (status, html) = http::get(&s.app, path).await.parts();
         assert_eq!(status, StatusCode::OK, "{path}");
         assert!(html.contains(r#"hx-get="/asynq/""#), "{html}");
         assert!(html.contains(r#"<a href="/asynq/queues/default">default</a>"#));
     }
-    let (status, _) = get(&s.app, "/asynq/?x=1").await;
+    let (status, _) = http::get(&s.app, "/asynq/?x=1").await.parts();
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = get(&s.app, "/asynq/queues/default/pending").await;
+    let (status, _) = http::get(&s.app, "/asynq/queues/default/pending")
+        .await
+        .parts();
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = get(&s.app, "/").await;
+    let (status, _) = http::get(&s.app, "/").await.parts();
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
@@ -441,7 +439,9 @@ async fn unreadable_data_is_422_not_500() {
         .await
         .unwrap();
     for what in ["payload", "result"] {
-        let (status, html) = get(&s.app, &format!("/queues/default/tasks/{}/{what}", t.id)).await;
+        let (status, html) = http::get(&s.app, &format!("/queues/default/tasks/{}/{what}", t.id))
+            .await
+            .parts();
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {html}");
         assert!(html.contains("could not be read"), "{html}");
     }
@@ -450,7 +450,7 @@ async fn unreadable_data_is_422_not_500() {
         .set(keys::processed_key("default", day), "notanumber")
         .await
         .unwrap();
-    let (status, _) = get(&s.app, "/queues/default/history").await;
+    let (status, _) = http::get(&s.app, "/queues/default/history").await.parts();
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     s.client
         .enqueue(
@@ -464,9 +464,9 @@ async fn unreadable_data_is_422_not_500() {
         .set(keys::archived_key("typed"), "a string, not a zset")
         .await
         .unwrap();
-    let (status, _) = get(&s.app, "/queues/typed/archived").await;
+    let (status, _) = http::get(&s.app, "/queues/typed/archived").await.parts();
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    let (status, html) = get(&s.app, "/").await;
+    let (status, html) = http::get(&s.app, "/").await.parts();
     assert_eq!(
         status,
         StatusCode::OK,

@@ -9,37 +9,27 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use asynqdeck::broker::proto::{ServerInfo, TaskMessage, Timestamp, WorkerInfo};
+use asynqdeck::broker::proto::{ServerInfo, TaskMessage, WorkerInfo};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::clock::SimulatedClock;
-use asynqdeck::web::{AppState, WebConfig};
+use asynqdeck::web::WebConfig;
 use asynqdeck::{Error, Inspector, TaskState};
-use axum::Router;
-use axum::body::Body;
-use axum::http::{HeaderMap, Request, StatusCode};
-use chrono::{DateTime, Utc};
-use http_body_util::BodyExt;
+use axum::http::StatusCode;
 use prost::Message;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection as Conn;
-use tower::ServiceExt;
 
+use crate::support::clock::{now, ts};
+use crate::support::http::{self, Dashboard, Reply};
+use crate::support::seed;
 use crate::support::{self, TestDb};
-
-/// The fixed "now" of these tests: 2026-03-10T12:00:00Z.
-fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z")
-        .unwrap()
-        .with_timezone(&Utc)
-}
 
 fn secs(offset: i64) -> i64 {
     now().timestamp() + offset
 }
 
 struct Setup {
-    app: Router,
-    token: String,
+    dash: Dashboard,
     insp: Inspector,
     broker: Broker,
     raw: Conn,
@@ -53,10 +43,8 @@ async fn setup_with(db: &TestDb, config: WebConfig) -> Setup {
         .unwrap()
         .with_clock(Arc::new(SimulatedClock::new(now())));
     let insp = Inspector::from_broker(broker.clone());
-    let state = AppState::new(insp.clone(), config);
     Setup {
-        token: state.csrf_token.to_string(),
-        app: asynqdeck::web::router(state),
+        dash: Dashboard::new(insp.clone(), config),
         insp,
         broker,
         raw: db.raw().await,
@@ -67,60 +55,18 @@ async fn setup(db: &TestDb) -> Setup {
     setup_with(db, WebConfig::default()).await
 }
 
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
-    bytes: Vec<u8>,
-}
+/// The dashboard's requests (`s.post(...)`, `s.app`, `s.token`) are the
+/// shared [`Dashboard`]'s.
+impl std::ops::Deref for Setup {
+    type Target = Dashboard;
 
-async fn send(app: &Router, req: Request<Body>) -> Answer {
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    Answer {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-        bytes,
-    }
-}
-
-/// GET `uri`, as htmx when `htmx`.
-async fn get(app: &Router, uri: &str, htmx: bool) -> Answer {
-    let mut req = Request::get(uri);
-    if htmx {
-        req = req.header("HX-Request", "true");
-    }
-    send(app, req.body(Body::empty()).unwrap()).await
-}
-
-/// POST `uri` as htmx with a form `body` and the CSRF `token` (when given).
-async fn post(app: &Router, uri: &str, body: &str, token: Option<&str>) -> Answer {
-    let mut req = Request::post(uri)
-        .header("HX-Request", "true")
-        .header("content-type", "application/x-www-form-urlencoded");
-    if let Some(t) = token {
-        req = req.header("X-CSRF-Token", t);
-    }
-    send(app, req.body(Body::from(body.to_string())).unwrap()).await
-}
-
-impl Setup {
-    async fn post(&self, uri: &str, body: &str) -> Answer {
-        post(&self.app, uri, body, Some(&self.token)).await
+    fn deref(&self) -> &Dashboard {
+        &self.dash
     }
 }
 
 /// The JSON of the answer's `HX-Trigger` header.
-fn trigger(a: &Answer) -> serde_json::Value {
+fn trigger(a: &Reply) -> serde_json::Value {
     let text = a
         .headers
         .get("hx-trigger")
@@ -143,81 +89,13 @@ fn row_ids(body: &str) -> Vec<String> {
         .collect()
 }
 
-fn msg(q: &str, id: &str, task_type: &str, payload: &[u8]) -> TaskMessage {
-    TaskMessage {
-        r#type: task_type.into(),
-        payload: payload.to_vec(),
-        id: id.into(),
-        queue: q.into(),
-        retry: 25,
-        timeout: 1800,
-        ..Default::default()
-    }
-}
-
-/// Stores `m` as Go leaves a task in `state`: hash (msg, state, group for
-/// aggregating), id in the state's container scored `score` (active: lease
-/// expiry), queue registered.
-async fn seed(raw: &mut Conn, m: &TaskMessage, state: &str, score: i64) {
-    seed_bytes(
-        raw,
-        &m.queue,
-        &m.id,
-        m.encode_to_vec(),
-        state,
-        score,
-        &m.group_key,
-    )
-    .await;
-}
-
-async fn seed_bytes(
-    raw: &mut Conn,
-    q: &str,
-    id: &str,
-    msg: Vec<u8>,
-    state: &str,
-    score: i64,
-    group: &str,
-) {
-    let _: () = raw.sadd(keys::ALL_QUEUES, q).await.unwrap();
-    let key = keys::task_key(q, id);
-    let _: () = raw
-        .hset_multiple(&key, &[("msg", msg), ("state", state.as_bytes().to_vec())])
-        .await
-        .unwrap();
-    match state {
-        "pending" => {
-            let _: () = raw.lpush(keys::pending_key(q), id).await.unwrap();
-        }
-        "active" => {
-            let _: () = raw.lpush(keys::active_key(q), id).await.unwrap();
-            let _: () = raw.zadd(keys::lease_key(q), id, score).await.unwrap();
-        }
-        "aggregating" => {
-            let _: () = raw.hset(&key, "group", group).await.unwrap();
-            let _: () = raw
-                .zadd(keys::group_key(q, group), id, score)
-                .await
-                .unwrap();
-            let _: () = raw.sadd(keys::all_groups_key(q), group).await.unwrap();
-        }
-        s => {
-            let _: () = raw
-                .zadd(format!("{}{s}", keys::queue_prefix(q)), id, score)
-                .await
-                .unwrap();
-        }
-    }
-}
-
 /// A retry task that failed `failed_ago` s before now and is due `due_in` s after.
 fn retry_msg(q: &str, id: &str, err: &str, retried: i32) -> TaskMessage {
     TaskMessage {
         retried,
         error_msg: err.into(),
         last_failed_at: secs(-50),
-        ..msg(q, id, "email:send", br#"{"to":"a@b.c"}"#)
+        ..seed::msg(q, id, "email:send", br#"{"to":"a@b.c"}"#)
     }
 }
 
@@ -229,21 +107,47 @@ async fn state_of(insp: &Inspector, q: &str, id: &str) -> Option<TaskState> {
     }
 }
 
-fn ts(t: DateTime<Utc>) -> Option<Timestamp> {
-    Some(Timestamp::from_utc(Some(t)))
-}
-
 /// One task in every state of queue `q`: pending p1 p2, active a1 (worker
 /// known, lease valid) and a2 (no worker, lease expired), scheduled s1,
 /// retry r1, archived x1, completed c1, aggregating g1 in group `grp`.
 async fn seed_every_state(s: &mut Setup, q: &str) {
     let raw = &mut s.raw;
-    seed(raw, &msg(q, "p1", "email:send", b"hello"), "pending", 0).await;
-    seed(raw, &msg(q, "p2", "email:send", b"world"), "pending", 0).await;
-    seed(raw, &msg(q, "a1", "img:resize", b"{}"), "active", secs(30)).await;
-    seed(raw, &msg(q, "a2", "img:resize", b"{}"), "active", secs(-10)).await;
-    seed(raw, &msg(q, "s1", "report", b"r"), "scheduled", secs(3600)).await;
-    seed(
+    seed::message(
+        raw,
+        &seed::msg(q, "p1", "email:send", b"hello"),
+        "pending",
+        0,
+    )
+    .await;
+    seed::message(
+        raw,
+        &seed::msg(q, "p2", "email:send", b"world"),
+        "pending",
+        0,
+    )
+    .await;
+    seed::message(
+        raw,
+        &seed::msg(q, "a1", "img:resize", b"{}"),
+        "active",
+        secs(30),
+    )
+    .await;
+    seed::message(
+        raw,
+        &seed::msg(q, "a2", "img:resize", b"{}"),
+        "active",
+        secs(-10),
+    )
+    .await;
+    seed::message(
+        raw,
+        &seed::msg(q, "s1", "report", b"r"),
+        "scheduled",
+        secs(3600),
+    )
+    .await;
+    seed::message(
         raw,
         &retry_msg(q, "r1", "dial tcp 10.0.0.1:5432: connection refused", 3),
         "retry",
@@ -254,15 +158,15 @@ async fn seed_every_state(s: &mut Setup, q: &str) {
         retried: 25,
         error_msg: "boom".into(),
         last_failed_at: secs(-7200),
-        ..msg(q, "x1", "email:send", b"x")
+        ..seed::msg(q, "x1", "email:send", b"x")
     };
-    seed(raw, &x1, "archived", secs(-7200)).await;
+    seed::message(raw, &x1, "archived", secs(-7200)).await;
     let c1 = TaskMessage {
         completed_at: secs(-60),
         retention: 3600,
-        ..msg(q, "c1", "report", b"c")
+        ..seed::msg(q, "c1", "report", b"c")
     };
-    seed(raw, &c1, "completed", secs(3540)).await;
+    seed::message(raw, &c1, "completed", secs(3540)).await;
     let _: () = raw
         .hset(
             keys::task_key(q, "c1"),
@@ -273,9 +177,9 @@ async fn seed_every_state(s: &mut Setup, q: &str) {
         .unwrap();
     let g1 = TaskMessage {
         group_key: "grp".into(),
-        ..msg(q, "g1", "batch:item", b"g")
+        ..seed::msg(q, "g1", "batch:item", b"g")
     };
-    seed(raw, &g1, "aggregating", secs(-5)).await;
+    seed::message(raw, &g1, "aggregating", secs(-5)).await;
     let server = ServerInfo {
         host: "host-a".into(),
         pid: 7,
@@ -324,7 +228,7 @@ async fn every_tab_renders_rows_and_counts() {
         ("completed", 1),
     ];
     for (tab, _) in counts {
-        let a = get(app, &format!("/queues/q/{tab}"), false).await;
+        let a = http::page(app, &format!("/queues/q/{tab}"), false).await;
         assert_eq!(a.status, StatusCode::OK, "{tab}");
         for (other, n) in counts {
             assert_eq!(
@@ -343,7 +247,7 @@ async fn every_tab_renders_rows_and_counts() {
         );
     }
 
-    let active = get(app, "/queues/q", false).await;
+    let active = http::page(app, "/queues/q", false).await;
     assert_eq!(active.status, StatusCode::OK);
     assert_eq!(row_ids(&active.body), ["a1", "a2"]);
     // a1: worker's start and deadline; a2: unknown ("-"), lease expired.
@@ -354,14 +258,14 @@ async fn every_tab_renders_rows_and_counts() {
     assert_eq!(count(&active.body, "data-op=\"cancel\""), 2);
     assert!(active.body.contains("Cancel all"));
 
-    let pending = get(app, "/queues/q?status=pending", false).await;
+    let pending = http::page(app, "/queues/q?status=pending", false).await;
     assert_eq!(row_ids(&pending.body), ["p1", "p2"]);
     assert_eq!(count(&pending.body, "<td class=\"num\">0 / 25</td>"), 2);
     assert_eq!(count(&pending.body, "data-op=\"archive\""), 2);
     assert_eq!(count(&pending.body, "data-op=\"delete\""), 2);
     assert_eq!(count(&pending.body, "data-op=\"run\""), 0);
 
-    let sched = get(app, "/queues/q/scheduled", false).await;
+    let sched = http::page(app, "/queues/q/scheduled", false).await;
     assert_eq!(row_ids(&sched.body), ["s1"]);
     assert!(
         sched
@@ -371,7 +275,7 @@ async fn every_tab_renders_rows_and_counts() {
 
     // S28: next attempt as relative and absolute time, and its distance
     // from the last failure.
-    let retry = get(app, "/queues/q/retry", false).await;
+    let retry = http::page(app, "/queues/q/retry", false).await;
     assert_eq!(row_ids(&retry.body), ["r1"]);
     assert!(retry.body.contains("<td class=\"num\">3 / 25</td>"));
     assert!(
@@ -402,7 +306,7 @@ async fn every_tab_renders_rows_and_counts() {
     );
 
     // S17: archived rows offer Run and Delete.
-    let archived = get(app, "/queues/q/archived", false).await;
+    let archived = http::page(app, "/queues/q/archived", false).await;
     assert_eq!(row_ids(&archived.body), ["x1"]);
     assert!(archived.body.contains("<pre class=\"err\">boom</pre>"));
     assert!(
@@ -414,7 +318,7 @@ async fn every_tab_renders_rows_and_counts() {
     assert_eq!(count(&archived.body, "data-op=\"delete\""), 1);
     assert_eq!(count(&archived.body, "data-op=\"archive\""), 0);
 
-    let completed = get(app, "/queues/q/completed", false).await;
+    let completed = http::page(app, "/queues/q/completed", false).await;
     assert_eq!(row_ids(&completed.body), ["c1"]);
     assert!(
         completed
@@ -437,7 +341,7 @@ async fn every_tab_renders_rows_and_counts() {
             .contains("<pre class=\"payload json\">{\n  &#34;ok&#34;: true\n}</pre>")
     );
 
-    let agg = get(app, "/queues/q/aggregating", false).await;
+    let agg = http::page(app, "/queues/q/aggregating", false).await;
     assert_eq!(row_ids(&agg.body), ["g1"]);
     assert!(agg.body.contains(
         "href=\"/queues/q/aggregating?group=grp&#38;size=20\" aria-current=\"true\">grp (1)</a>"
@@ -460,7 +364,7 @@ async fn every_tab_renders_rows_and_counts() {
     );
 
     // The live fragment alone for htmx polls.
-    let frag = get(app, "/queues/q/pending?page=1&size=20", true).await;
+    let frag = http::page(app, "/queues/q/pending?page=1&size=20", true).await;
     assert!(
         frag.body
             .trim_start()
@@ -474,9 +378,9 @@ async fn every_tab_renders_rows_and_counts() {
 /// Seeds `n` pending tasks t000.. (t000 runs first).
 async fn seed_pending(raw: &mut Conn, q: &str, n: usize, task_type: &str) {
     for i in 0..n {
-        seed(
+        seed::message(
             raw,
-            &msg(
+            &seed::msg(
                 q,
                 &format!("t{i:03}"),
                 task_type,
@@ -499,7 +403,7 @@ async fn pagination_edges_and_sizes() {
     seed_pending(&mut s.raw, "q", 45, "t").await;
     let app = &s.app;
 
-    let p1 = get(app, "/queues/q/pending", false).await;
+    let p1 = http::page(app, "/queues/q/pending", false).await;
     let ids = row_ids(&p1.body);
     assert_eq!(ids.len(), 20);
     assert_eq!((ids[0].as_str(), ids[19].as_str()), ("t000", "t019"));
@@ -514,35 +418,35 @@ async fn pagination_edges_and_sizes() {
     );
     assert!(!p1.body.contains("rel=\"prev\""));
 
-    let p3 = get(app, "/queues/q/pending?page=3&size=20", false).await;
+    let p3 = http::page(app, "/queues/q/pending?page=3&size=20", false).await;
     assert_eq!(row_ids(&p3.body), ["t040", "t041", "t042", "t043", "t044"]);
     assert!(p3.body.contains("<span class=\"total\">41–45 of 45</span>"));
     assert!(!p3.body.contains("rel=\"next\""));
 
-    let p4 = get(app, "/queues/q/pending?page=4&size=20", false).await;
+    let p4 = http::page(app, "/queues/q/pending?page=4&size=20", false).await;
     assert_eq!(p4.status, StatusCode::OK);
     assert!(row_ids(&p4.body).is_empty());
     assert!(p4.body.contains("Page 4 is past the end of this tab (3 pages). <a href=\"/queues/q/pending?page=3&#38;size=20\">Go to page 3</a>"));
-    let far = get(app, "/queues/q/pending?page=999999999999", false).await;
+    let far = http::page(app, "/queues/q/pending?page=999999999999", false).await;
     assert_eq!(far.status, StatusCode::OK);
     assert!(row_ids(&far.body).is_empty());
 
     for (size, rows) in [("50", 45), ("100", 45), ("20", 20), ("37", 20), ("0", 20)] {
-        let a = get(app, &format!("/queues/q/pending?size={size}"), false).await;
+        let a = http::page(app, &format!("/queues/q/pending?size={size}"), false).await;
         assert_eq!(row_ids(&a.body).len(), rows, "size {size}");
     }
-    let p2_50 = get(app, "/queues/q/pending?page=2&size=50", false).await;
+    let p2_50 = http::page(app, "/queues/q/pending?page=2&size=50", false).await;
     assert!(row_ids(&p2_50.body).is_empty());
     assert!(
         p2_50
             .body
             .contains("Page 2 is past the end of this tab (1 page).")
     );
-    let sizes = get(app, "/queues/q/pending?size=50", false).await;
+    let sizes = http::page(app, "/queues/q/pending?size=50", false).await;
     assert!(sizes.body.contains("Per page: <a href=\"/queues/q/pending?page=1&#38;size=20\">20</a> <b>50</b> <a href=\"/queues/q/pending?page=1&#38;size=100\">100</a>"));
 
     // An empty tab.
-    let empty = get(app, "/queues/q/retry", false).await;
+    let empty = http::page(app, "/queues/q/retry", false).await;
     assert!(empty.body.contains("No retry tasks."));
     assert!(empty.body.contains("<span class=\"total\">0 of 0</span>"));
 }
@@ -555,14 +459,14 @@ async fn single_actions_change_redis_and_answer_the_tab() {
     let db = support::redis();
     let mut s = setup(&db).await;
     seed_every_state(&mut s, "q").await;
-    seed(
+    seed::message(
         &mut s.raw,
         &retry_msg("q", "r2", "e", 1),
         "retry",
         secs(100),
     )
     .await;
-    seed(
+    seed::message(
         &mut s.raw,
         &retry_msg("q", "r3", "e", 1),
         "retry",
@@ -632,7 +536,7 @@ async fn single_actions_change_redis_and_answer_the_tab() {
     assert_eq!(a.status, StatusCode::NOT_FOUND);
 
     // From the task page: the fields come back; a delete redirects to the tab.
-    seed(
+    seed::message(
         &mut s.raw,
         &retry_msg("q", "r4", "e", 1),
         "retry",
@@ -663,7 +567,7 @@ async fn bulk_actions_on_a_selection() {
     let db = support::redis();
     let mut s = setup(&db).await;
     for (i, id) in ["r1", "r2", "r3", "r4"].iter().enumerate() {
-        seed(
+        seed::message(
             &mut s.raw,
             &retry_msg("q", id, "e", 1),
             "retry",
@@ -715,7 +619,7 @@ async fn all_actions_per_tab_and_group() {
     let db = support::redis();
     let mut s = setup(&db).await;
     for i in 0..3 {
-        seed(
+        seed::message(
             &mut s.raw,
             &retry_msg("q", &format!("r{i}"), "e", 1),
             "retry",
@@ -726,13 +630,13 @@ async fn all_actions_per_tab_and_group() {
     for i in 0..2 {
         let m = TaskMessage {
             group_key: "g".into(),
-            ..msg("q", &format!("g{i}"), "batch", b"")
+            ..seed::msg("q", &format!("g{i}"), "batch", b"")
         };
-        seed(&mut s.raw, &m, "aggregating", secs(-5)).await;
+        seed::message(&mut s.raw, &m, "aggregating", secs(-5)).await;
     }
     let insp = s.insp.clone();
 
-    let page = get(&s.app, "/queues/q/retry", false).await;
+    let page = http::page(&s.app, "/queues/q/retry", false).await;
     assert!(page.body.contains("hx-post=\"/queues/q/retry/all/run?page=1&#38;size=20\" hx-target=\"#tab\" hx-swap=\"outerHTML\" hx-confirm=\"Run every retry task of queue q?\">Run all</button>"));
     assert!(
         page.body
@@ -754,7 +658,7 @@ async fn all_actions_per_tab_and_group() {
     let a = s.post("/queues/q/archived/all/archive", "").await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
 
-    let agg = get(&s.app, "/queues/q/aggregating", false).await;
+    let agg = http::page(&s.app, "/queues/q/aggregating", false).await;
     assert!(
         agg.body
             .contains("hx-confirm=\"Archive every task of group g?\">Archive all</button>")
@@ -773,16 +677,16 @@ async fn all_actions_per_tab_and_group() {
 async fn csrf_and_read_only() {
     let db = support::redis();
     let mut s = setup(&db).await;
-    seed(
+    seed::message(
         &mut s.raw,
         &retry_msg("q", "r1", "e", 1),
         "retry",
         secs(100),
     )
     .await;
-    let a = post(&s.app, "/queues/q/tasks/r1/run?tab=retry", "", None).await;
+    let a = http::post_form(&s.app, "/queues/q/tasks/r1/run?tab=retry", "", None).await;
     assert_eq!(a.status, StatusCode::FORBIDDEN);
-    let a = post(&s.app, "/queues/q/retry/all/delete", "", Some("wrong")).await;
+    let a = http::post_form(&s.app, "/queues/q/retry/all/delete", "", Some("wrong")).await;
     assert_eq!(a.status, StatusCode::FORBIDDEN);
     assert_eq!(state_of(&s.insp, "q", "r1").await, Some(TaskState::Retry));
 
@@ -799,7 +703,7 @@ async fn csrf_and_read_only() {
         "/queues/q/tasks/r1",
         "/queues/q/retry/summary",
     ] {
-        let page = get(&ro.app, uri, false).await;
+        let page = http::page(&ro.app, uri, false).await;
         assert_eq!(page.status, StatusCode::OK, "{uri}");
         assert_eq!(count(&page.body, "hx-post"), 0, "{uri}");
         assert_eq!(count(&page.body, "type=\"checkbox\""), 0, "{uri}");
@@ -830,19 +734,19 @@ async fn text_from_redis_is_escaped() {
         headers: [(evil.to_string(), evil.to_string())].into(),
         ..retry_msg("q", "r1", "", 1)
     };
-    seed(&mut s.raw, &m, "retry", secs(10)).await;
+    seed::message(&mut s.raw, &m, "retry", secs(10)).await;
     let escaped = "&#60;script&#62;alert(1)&#60;/script&#62;";
     for uri in [
         "/queues/q/retry",
         "/queues/q/retry/summary",
         "/queues/q/tasks/r1",
     ] {
-        let a = get(&s.app, uri, false).await;
+        let a = http::page(&s.app, uri, false).await;
         assert_eq!(a.status, StatusCode::OK, "{uri}");
         assert!(!a.body.contains(evil), "{uri}");
         assert!(count(&a.body, escaped) >= 2, "{uri}: {}", a.body);
     }
-    let task = get(&s.app, "/queues/q/tasks/r1", false).await;
+    let task = http::page(&s.app, "/queues/q/tasks/r1", false).await;
     assert!(
         task.body
             .contains(&format!("<pre class=\"err\">{escaped}</pre>"))
@@ -864,8 +768,14 @@ async fn text_from_redis_is_escaped() {
 async fn corrupt_task_is_an_error_row() {
     let db = support::redis();
     let mut s = setup(&db).await;
-    seed(&mut s.raw, &msg("q", "ok1", "t", b"fine"), "pending", 0).await;
-    seed_bytes(
+    seed::message(
+        &mut s.raw,
+        &seed::msg("q", "ok1", "t", b"fine"),
+        "pending",
+        0,
+    )
+    .await;
+    seed::put(
         &mut s.raw,
         "q",
         "bad1",
@@ -875,13 +785,13 @@ async fn corrupt_task_is_an_error_row() {
         "",
     )
     .await;
-    let a = get(&s.app, "/queues/q/pending", false).await;
+    let a = http::page(&s.app, "/queues/q/pending", false).await;
     assert_eq!(a.status, StatusCode::OK);
     assert!(a.body.contains("<tr data-id=\"ok1\">"));
     assert!(a.body.contains("<tr class=\"corrupt\" data-id=\"bad1\">"));
     assert!(a.body.contains("<td class=\"mono\">bad1</td>\n  <td colspan=\"3\" class=\"error-text\">Cannot read this task: corrupt data in Redis at asynq:{q}:t:bad1 msg:"));
 
-    let page = get(&s.app, "/queues/q/tasks/bad1", false).await;
+    let page = http::page(&s.app, "/queues/q/tasks/bad1", false).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(
         page.body.contains(
@@ -892,19 +802,19 @@ async fn corrupt_task_is_an_error_row() {
         page.body
             .contains("corrupt data in Redis at asynq:{q}:t:bad1 msg")
     );
-    let summary = get(&s.app, "/queues/q/pending/summary", false).await;
+    let summary = http::page(&s.app, "/queues/q/pending/summary", false).await;
     assert!(summary.body.contains("1 task(s) cannot be decoded"));
-    let a = get(&s.app, "/queues/q/pending?id=bad1", false).await;
+    let a = http::page(&s.app, "/queues/q/pending?id=bad1", false).await;
     assert!(a.body.contains("Task bad1 exists but cannot be read."));
     assert_eq!(row_ids(&a.body), ["bad1"]);
     // A state field no version knows is shown the same way, not as an error page.
-    seed(&mut s.raw, &msg("q", "odd1", "t", b""), "pending", 0).await;
+    seed::message(&mut s.raw, &seed::msg("q", "odd1", "t", b""), "pending", 0).await;
     let _: () = s
         .raw
         .hset(keys::task_key("q", "odd1"), "state", "hibernating")
         .await
         .unwrap();
-    let page = get(&s.app, "/queues/q/tasks/odd1", false).await;
+    let page = http::page(&s.app, "/queues/q/tasks/odd1", false).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("exists in queue q but cannot be read."));
     let a = s.post("/queues/q/tasks/bad1/delete?tab=pending", "").await;
@@ -917,7 +827,7 @@ async fn corrupt_task_is_an_error_row() {
 async fn unknown_queue_tab_and_task_are_404() {
     let db = support::redis();
     let mut s = setup(&db).await;
-    seed(&mut s.raw, &msg("q", "p1", "t", b""), "pending", 0).await;
+    seed::message(&mut s.raw, &seed::msg("q", "p1", "t", b""), "pending", 0).await;
     for uri in [
         "/queues/nope",
         "/queues/nope/retry",
@@ -930,7 +840,7 @@ async fn unknown_queue_tab_and_task_are_404() {
         "/queues/q/tasks/missing/payload",
         "/queues/q/tasks/p1/result",
     ] {
-        let a = get(&s.app, uri, false).await;
+        let a = http::page(&s.app, uri, false).await;
         assert_eq!(a.status, StatusCode::NOT_FOUND, "{uri}");
         assert!(a.body.contains("<h1>404 Not Found</h1>"), "{uri}");
     }
@@ -966,12 +876,18 @@ async fn filters_and_type_counts() {
             payload: payload.as_bytes().to_vec(),
             ..retry_msg("q", id, err, 2)
         };
-        seed(&mut s.raw, &m, "retry", secs(100 + i as i64)).await;
+        seed::message(&mut s.raw, &m, "retry", secs(100 + i as i64)).await;
     }
-    seed(&mut s.raw, &msg("q", "p1", "email:send", b""), "pending", 0).await;
+    seed::message(
+        &mut s.raw,
+        &seed::msg("q", "p1", "email:send", b""),
+        "pending",
+        0,
+    )
+    .await;
     let app = &s.app;
 
-    let a = get(app, "/queues/q/retry?type=email%3Asend", false).await;
+    let a = http::page(app, "/queues/q/retry?type=email%3Asend", false).await;
     assert_eq!(row_ids(&a.body), ["r1", "r2", "r3"]);
     assert!(a.body.contains(
         "<p class=\"meta scan-note\">3 matching · scanned 5 of 5 tasks in this tab.</p>"
@@ -988,14 +904,14 @@ async fn filters_and_type_counts() {
     // "All" buttons would ignore the filter: a filtered view offers "matching" only.
     assert!(!a.body.contains("/queues/q/retry/all/"));
 
-    let a = get(app, "/queues/q/retry?q=needle", false).await;
+    let a = http::page(app, "/queues/q/retry?q=needle", false).await;
     assert_eq!(row_ids(&a.body), ["r3", "r4"]);
-    let a = get(app, "/queues/q/retry?q=needle&type=sms%3Asend", false).await;
+    let a = http::page(app, "/queues/q/retry?q=needle&type=sms%3Asend", false).await;
     assert_eq!(row_ids(&a.body), ["r4"]);
-    let a = get(app, "/queues/q/retry?type=none", false).await;
+    let a = http::page(app, "/queues/q/retry?type=none", false).await;
     assert!(row_ids(&a.body).is_empty());
     assert!(a.body.contains("No retry tasks match the filter."));
-    let a = get(
+    let a = http::page(
         app,
         "/queues/q/retry?type=email%3Asend&size=20&page=2",
         false,
@@ -1004,20 +920,20 @@ async fn filters_and_type_counts() {
     assert!(row_ids(&a.body).is_empty());
     assert!(a.body.contains("Page 2 is past the end"));
 
-    let a = get(app, "/queues/q/retry?id=r2", false).await;
+    let a = http::page(app, "/queues/q/retry?id=r2", false).await;
     assert_eq!(row_ids(&a.body), ["r2"]);
     assert!(a.body.contains("Task r2 is in this tab."));
-    let a = get(app, "/queues/q/retry?id=p1", false).await;
+    let a = http::page(app, "/queues/q/retry?id=p1", false).await;
     assert!(row_ids(&a.body).is_empty());
     assert!(a.body.contains("Task p1 not found in this tab: it is pending. <a href=\"/queues/q/tasks/p1\">Open the task</a>"));
-    let a = get(app, "/queues/q/retry?id=zzz", false).await;
+    let a = http::page(app, "/queues/q/retry?id=zzz", false).await;
     assert!(
         a.body
             .contains("Task zzz not found in this tab (nor in queue q).")
     );
 
     // LastErr group: r1 and r2 differ only in the address.
-    let summary = get(app, "/queues/q/retry/summary", false).await;
+    let summary = http::page(app, "/queues/q/retry/summary", false).await;
     assert_eq!(summary.status, StatusCode::OK);
     assert!(summary.body.contains("Counted over 5 of 5 tasks: counts and error groups look at the first 5000 tasks of a tab only."));
     assert!(
@@ -1045,7 +961,7 @@ async fn filters_and_type_counts() {
             .body
             .contains(&format!("data-group-count=\"{gid}\">2</td>"))
     );
-    let a = get(app, &format!("/queues/q/retry?err={gid}"), false).await;
+    let a = http::page(app, &format!("/queues/q/retry?err={gid}"), false).await;
     assert_eq!(row_ids(&a.body), ["r1", "r2"]);
     assert!(
         a.body
@@ -1053,7 +969,7 @@ async fn filters_and_type_counts() {
     );
 
     // The pending tab's summary has type counts and no error groups.
-    let summary = get(app, "/queues/q/pending/summary", false).await;
+    let summary = http::page(app, "/queues/q/pending/summary", false).await;
     assert!(
         summary
             .body
@@ -1087,7 +1003,7 @@ async fn filter_scan_is_bounded() {
     pipe.sadd(keys::ALL_QUEUES, "q").ignore();
     for i in 0..5001 {
         let id = format!("t{i:05}");
-        let m = msg("q", &id, if i == 5000 { "late" } else { "early" }, b"");
+        let m = seed::msg("q", &id, if i == 5000 { "late" } else { "early" }, b"");
         pipe.hset_multiple(
             keys::task_key("q", &id),
             &[("msg", m.encode_to_vec()), ("state", b"pending".to_vec())],
@@ -1096,10 +1012,10 @@ async fn filter_scan_is_bounded() {
         pipe.lpush(keys::pending_key("q"), &id).ignore();
     }
     let _: () = pipe.query_async(&mut s.raw).await.unwrap();
-    let a = get(&s.app, "/queues/q/pending?type=late", false).await;
+    let a = http::page(&s.app, "/queues/q/pending?type=late", false).await;
     assert!(row_ids(&a.body).is_empty());
     assert!(a.body.contains("0 matching · scanned 5000 of 5001 tasks in this tab. Filters look at the first 5000 tasks of a tab only: later tasks are not searched."));
-    let a = get(
+    let a = http::page(
         &s.app,
         "/queues/q/pending?type=early&size=100&page=50",
         false,
@@ -1125,7 +1041,7 @@ async fn lasterr_groups_outage_vs_bugs() {
             i / 10,
             i % 10 + 1
         );
-        seed(
+        seed::message(
             &mut s.raw,
             &retry_msg("out", &format!("o{i:02}"), &err, 1),
             "retry",
@@ -1138,7 +1054,7 @@ async fn lasterr_groups_outage_vs_bugs() {
             words[i as usize % 5],
             words[i as usize / 5 % 5].repeat(i as usize / 5 + 1)
         );
-        seed(
+        seed::message(
             &mut s.raw,
             &retry_msg("bug", &format!("b{i:02}"), &bug, 1),
             "retry",
@@ -1146,7 +1062,7 @@ async fn lasterr_groups_outage_vs_bugs() {
         )
         .await;
     }
-    let out = get(&s.app, "/queues/out/retry/summary", false).await;
+    let out = http::page(&s.app, "/queues/out/retry/summary", false).await;
     assert_eq!(count(&out.body, "<tr data-group="), 1);
     assert!(
         out.body.contains(
@@ -1183,7 +1099,7 @@ async fn lasterr_groups_outage_vs_bugs() {
     // permanent, so the verdict points at data/code, not at an outage.
     for i in 0..40 {
         let err = format!("order {i} invalid: missing field \"sku\": skip retry for the task");
-        seed(
+        seed::message(
             &mut s.raw,
             &retry_msg("orders", &format!("p{i:02}"), &err, 1),
             "archived",
@@ -1191,13 +1107,13 @@ async fn lasterr_groups_outage_vs_bugs() {
         )
         .await;
     }
-    let perm = get(&s.app, "/queues/orders/archived/summary", false).await;
+    let perm = http::page(&s.app, "/queues/orders/archived/summary", false).await;
     assert_eq!(count(&perm.body, "<tr data-group="), 1);
     assert!(perm.body.contains(
         "One permanent error accounts for 40 of 40 tasks: one cause in the input data or the handler code, not an outage"
     ), "{}", perm.body);
 
-    let bug = get(&s.app, "/queues/bug/retry/summary", false).await;
+    let bug = http::page(&s.app, "/queues/bug/retry/summary", false).await;
     assert_eq!(count(&bug.body, "<tr data-group="), 40);
     assert!(bug.body.contains(
         "40 different errors across 40 tasks: this points at a bug in the task handlers"
@@ -1249,8 +1165,8 @@ async fn task_page_fields_and_retry_delays() {
         group_key: "".into(),
         ..retry_msg("q", "r1", "quota exceeded", 2)
     };
-    seed(&mut s.raw, &m, "retry", secs(250)).await;
-    let page = get(&s.app, "/queues/q/tasks/r1", false).await;
+    seed::message(&mut s.raw, &m, "retry", secs(250)).await;
+    let page = http::page(&s.app, "/queues/q/tasks/r1", false).await;
     assert_eq!(page.status, StatusCode::OK);
     let b = &page.body;
     assert!(b.contains("<dd data-field=\"type\">email:send</dd>"));
@@ -1280,17 +1196,17 @@ async fn task_page_fields_and_retry_delays() {
         );
     }
     // The live fragment alone.
-    let frag = get(&s.app, "/queues/q/tasks/r1", true).await;
+    let frag = http::page(&s.app, "/queues/q/tasks/r1", true).await;
     assert!(!frag.body.contains("<html"));
     assert!(frag.body.contains("<section id=\"task-fields\" class=\"live\" hx-get=\"/queues/q/tasks/r1\" hx-trigger=\"every 5s\""));
 
     // An aggregating task shows its group; a completed one its result.
     let g = TaskMessage {
         group_key: "batch-7".into(),
-        ..msg("q", "g1", "t", b"")
+        ..seed::msg("q", "g1", "t", b"")
     };
-    seed(&mut s.raw, &g, "aggregating", secs(0)).await;
-    let page = get(&s.app, "/queues/q/tasks/g1", false).await;
+    seed::message(&mut s.raw, &g, "aggregating", secs(0)).await;
+    let page = http::page(&s.app, "/queues/q/tasks/g1", false).await;
     assert!(page.body.contains("<dd data-field=\"group\">batch-7</dd>"));
     assert!(page.body.contains("<p class=\"na\">empty</p>"));
 }
@@ -1303,12 +1219,24 @@ async fn large_payload_is_cut_with_a_download() {
     let mut s = setup(&db).await;
     let mut payload = "é".repeat(40_000).into_bytes(); // 80,000 bytes of 2-byte chars
     payload.extend_from_slice(b"tail");
-    seed(&mut s.raw, &msg("q", "big", "t", &payload), "pending", 0).await;
+    seed::message(
+        &mut s.raw,
+        &seed::msg("q", "big", "t", &payload),
+        "pending",
+        0,
+    )
+    .await;
     let mut binary: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
     binary[0] = 0xff;
-    seed(&mut s.raw, &msg("q", "bin", "t", &binary), "pending", 0).await;
+    seed::message(
+        &mut s.raw,
+        &seed::msg("q", "bin", "t", &binary),
+        "pending",
+        0,
+    )
+    .await;
 
-    let page = get(&s.app, "/queues/q/tasks/big", false).await;
+    let page = http::page(&s.app, "/queues/q/tasks/big", false).await;
     assert!(page.body.contains("Showing the first 64 KiB of 80004 bytes. <a href=\"/queues/q/tasks/big/payload\" download>Download the raw payload</a>"));
     let shown = page
         .body
@@ -1321,7 +1249,7 @@ async fn large_payload_is_cut_with_a_download() {
     assert_eq!(shown, "é".repeat(32_768));
     assert!(!page.body.contains("Copy payload"));
 
-    let dl = get(&s.app, "/queues/q/tasks/big/payload", false).await;
+    let dl = http::page(&s.app, "/queues/q/tasks/big/payload", false).await;
     assert_eq!(dl.status, StatusCode::OK);
     assert_eq!(dl.bytes, payload);
     assert_eq!(dl.headers["content-type"], "application/octet-stream");
@@ -1330,9 +1258,9 @@ async fn large_payload_is_cut_with_a_download() {
         "attachment; filename=\"big-payload.bin\""
     );
 
-    let dl = get(&s.app, "/queues/q/tasks/bin/payload", false).await;
+    let dl = http::page(&s.app, "/queues/q/tasks/bin/payload", false).await;
     assert_eq!(dl.bytes, binary);
-    let page = get(&s.app, "/queues/q/tasks/bin", false).await;
+    let page = http::page(&s.app, "/queues/q/tasks/bin", false).await;
     assert!(
         page.body
             .contains("Showing the first 64 KiB of 70000 bytes.")
@@ -1343,7 +1271,7 @@ async fn large_payload_is_cut_with_a_download() {
     );
 
     // The list preview is cut to max_payload_length characters.
-    let tab = get(&s.app, "/queues/q/pending", false).await;
+    let tab = http::page(&s.app, "/queues/q/pending", false).await;
     assert!(tab.body.contains(&format!(
         "<pre class=\"payload text\">{}…</pre>",
         "é".repeat(200)
@@ -1363,8 +1291,8 @@ async fn root_path_prefixes_links_and_routes() {
         },
     )
     .await;
-    seed(&mut s.raw, &retry_msg("q", "r1", "e", 1), "retry", secs(10)).await;
-    let a = get(&s.app, "/asynq/queues/q/retry", false).await;
+    seed::message(&mut s.raw, &retry_msg("q", "r1", "e", 1), "retry", secs(10)).await;
+    let a = http::page(&s.app, "/asynq/queues/q/retry", false).await;
     assert_eq!(a.status, StatusCode::OK);
     assert!(
         a.body
@@ -1385,11 +1313,11 @@ async fn root_path_prefixes_links_and_routes() {
             .contains("<a href=\"/asynq/queues/q/pending\">Pending")
     );
     assert!(!a.body.contains("\"/queues/"));
-    let t = get(&s.app, "/asynq/queues/q/tasks/r1", false).await;
+    let t = http::page(&s.app, "/asynq/queues/q/tasks/r1", false).await;
     assert_eq!(t.status, StatusCode::OK);
     assert!(!t.body.contains("\"/queues/"));
     assert_eq!(
-        get(&s.app, "/queues/q/retry", false).await.status,
+        http::page(&s.app, "/queues/q/retry", false).await.status,
         StatusCode::NOT_FOUND
     );
     let a = s.post("/asynq/queues/q/tasks/r1/run?tab=retry", "").await;
@@ -1414,7 +1342,7 @@ async fn failing_statistics_show_na() {
         .set(keys::processed_total_key("q"), "not a number")
         .await
         .unwrap();
-    let a = get(&s.app, "/queues/q/pending", false).await;
+    let a = http::page(&s.app, "/queues/q/pending", false).await;
     assert_eq!(a.status, StatusCode::OK);
     assert!(a.body.contains("<span class=\"na\">Statistics n/a: corrupt data in Redis at asynq:{q}:processed: counter is not an integer: &#34;not a number&#34;</span>"));
     assert_eq!(count(&a.body, "\">n/a</span></a>"), 7);
@@ -1424,7 +1352,7 @@ async fn failing_statistics_show_na() {
         a.body
             .contains("rel=\"next\" href=\"/queues/q/pending?page=2&#38;size=20\"")
     );
-    let p2 = get(&s.app, "/queues/q/pending?page=2", false).await;
+    let p2 = http::page(&s.app, "/queues/q/pending?page=2", false).await;
     assert_eq!(row_ids(&p2.body).len(), 5);
     assert!(!p2.body.contains("rel=\"next\""));
 }

@@ -26,6 +26,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::support::TestDb;
+use crate::support::redis::wait_for_port;
 
 /// Debian's Chromium.
 pub const CHROMIUM: &str = "/usr/bin/chromium";
@@ -75,17 +76,6 @@ fn spawn_for_process_lifetime(mut cmd: Command) -> u32 {
         .unwrap_or_else(|e| panic!("cannot start {what}: {e}"))
 }
 
-fn wait_for_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not listen on port {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 static DRIVER: OnceLock<u16> = OnceLock::new();
 
 /// The chromedriver of this test binary (started on first use, killed
@@ -106,7 +96,7 @@ fn chromedriver() -> u16 {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
         spawn_for_process_lifetime(cmd);
-        wait_for_port(port, "chromedriver");
+        wait_for_port(port, Duration::from_secs(20), "chromedriver");
         port
     })
 }

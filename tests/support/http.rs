@@ -1,20 +1,35 @@
-//! Real HTTP against the `asynqdeck` binary: [`ServeBin`] runs `asynqdeck
-//! serve` as a child process, [`request`] sends one HTTP/1.0 request over a
-//! TCP connection with exactly the headers given (so a test controls `Host`
-//! and `Origin`), and [`anchors`] / [`attr_values`] read the links a page
-//! renders, entity-decoded, for the test to follow as a browser would.
+//! Requests to the dashboard and the one [`Reply`] they all answer with.
+//!
+//! In-process, through `tower::ServiceExt::oneshot` on the app's router
+//! (a [`Dashboard`] holds one with its CSRF token):
+//! [`send`] (a built request), [`call`] (method, URI, headers, body),
+//! [`get`], [`get_json`], [`post`], [`delete`], [`page`] (a GET as a
+//! browser or as htmx), [`post_form`] (an
+//! htmx form POST with the CSRF token), [`as_page`] (any method as the
+//! pages send it) and [`api`] (a JSON-API request with
+//! no `Origin`, as curl or a script sends it).
+//!
+//! Over TCP, against the `asynqdeck` binary: [`ServeBin`] runs `asynqdeck
+//! serve` as a child process, [`request`] sends one HTTP/1.0 request with
+//! exactly the headers given (so a test controls `Host` and `Origin`), and
+//! [`anchors`] / [`attr_values`] read the links a page renders,
+//! entity-decoded, for the test to follow as a browser would.
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tower::ServiceExt;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_asynqdeck");
 
 /// A running `asynqdeck serve`, killed on drop.
 pub struct ServeBin {
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
     /// `127.0.0.1:PORT`, the address it listens on.
     pub addr: String,
     _stdout: BufReader<tokio::process::ChildStdout>,
@@ -24,9 +39,16 @@ impl ServeBin {
     /// `asynqdeck serve --redis-url <url> <args>` (give `--listen`), with an
     /// empty environment plus `env`; waits for the line naming its URL.
     pub async fn start(redis_url: &str, args: &[&str], env: &[(&str, &str)]) -> ServeBin {
+        let mut all = vec!["--redis-url", redis_url];
+        all.extend_from_slice(args);
+        ServeBin::spawn(&all, env).await
+    }
+
+    /// `asynqdeck serve <args>` (give the Redis and `--listen`), with an
+    /// empty environment plus `env`; waits for the line naming its URL.
+    pub async fn spawn(args: &[&str], env: &[(&str, &str)]) -> ServeBin {
         let mut child = tokio::process::Command::new(BIN)
             .arg("serve")
-            .args(["--redis-url", redis_url])
             .args(args)
             .env_clear()
             .envs(env.iter().copied())
@@ -47,10 +69,33 @@ impl ServeBin {
             .unwrap_or_else(|| panic!("asynqdeck serve {args:?} did not start: {line:?}"));
         let addr = url.split('/').next().unwrap().to_string();
         ServeBin {
-            _child: child,
+            child,
             addr,
             _stdout: stdout,
         }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id().expect("running") as i32
+    }
+
+    /// Sends SIGTERM and returns the exit code.
+    pub async fn terminate(mut self) -> Option<i32> {
+        unsafe {
+            libc::kill(self.pid(), libc::SIGTERM);
+        }
+        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .expect("asynqdeck exits after SIGTERM")
+            .unwrap();
+        status.code()
+    }
+
+    /// A plain HTTP/1.0 GET of `path` (the server then answers without
+    /// chunking and closes).
+    pub async fn get(&self, path: &str) -> Reply {
+        request(&self.addr, "GET", path, &[("Host", &self.addr)], "").await
     }
 
     /// The port it listens on.
@@ -59,22 +104,182 @@ impl ServeBin {
     }
 }
 
-/// A response: status, headers (names lower-case) and body.
+/// A response: status, headers, the body as text (lossy UTF-8) and as bytes.
 #[derive(Debug)]
 pub struct Reply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
+    pub status: StatusCode,
+    pub headers: HeaderMap,
     pub body: String,
+    pub bytes: Vec<u8>,
 }
 
 impl Reply {
-    /// The first header named `name` (lower-case).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+    fn new(status: StatusCode, headers: HeaderMap, bytes: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+            bytes,
+        }
     }
+
+    /// The first header named `name`, when it is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The `content-type` header, `""` when there is none.
+    pub fn content_type(&self) -> &str {
+        self.header("content-type").unwrap_or("")
+    }
+
+    /// The body as JSON; panics with the status and body when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.bytes)
+            .unwrap_or_else(|e| panic!("not JSON ({e}), status {}: {}", self.status, self.body))
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        self.body.clone()
+    }
+
+    /// Status and body text, for `let (status, html) = ...`.
+    pub fn parts(self) -> (StatusCode, String) {
+        (self.status, self.body)
+    }
+}
+
+/// The dashboard's router and the CSRF token its pages carry, for tests
+/// that act as a viewer of the pages.
+pub struct Dashboard {
+    pub app: Router,
+    pub token: String,
+}
+
+impl Dashboard {
+    /// The dashboard over `inspector` with `config`.
+    pub fn new(inspector: asynqdeck::Inspector, config: asynqdeck::web::WebConfig) -> Dashboard {
+        let state = asynqdeck::web::AppState::new(inspector, config);
+        Dashboard {
+            token: state.csrf_token.to_string(),
+            app: asynqdeck::web::router(state),
+        }
+    }
+
+    /// A GET as htmx.
+    pub async fn hx_get(&self, uri: &str) -> Reply {
+        page(&self.app, uri, true).await
+    }
+
+    /// An HTML action: an htmx form POST of `form` with the CSRF token.
+    pub async fn post(&self, uri: &str, form: &str) -> Reply {
+        post_form(&self.app, uri, form, Some(&self.token)).await
+    }
+
+    /// A JSON-API request with no headers and no body.
+    pub async fn api(&self, method: Method, uri: &str) -> Reply {
+        api(&self.app, method, uri, None).await
+    }
+}
+
+/// Sends `req` to `app` in-process and reads the whole response.
+pub async fn send(app: &Router, req: Request<Body>) -> Reply {
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap()
+        .to_vec();
+    Reply::new(status, headers, bytes)
+}
+
+/// `method uri` with exactly `headers` and `body` (empty when `None`).
+pub async fn call(
+    app: &Router,
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Reply {
+    let mut req = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = body
+        .map(|b| Body::from(b.to_string()))
+        .unwrap_or_else(Body::empty);
+    send(app, req.body(body).unwrap()).await
+}
+
+/// A plain GET (no htmx header), as a browser's first load.
+pub async fn get(app: &Router, uri: &str) -> Reply {
+    call(app, Method::GET, uri, &[], None).await
+}
+
+/// A GET, as htmx (`HX-Request: true`) when `htmx`.
+pub async fn page(app: &Router, uri: &str, htmx: bool) -> Reply {
+    let hx: &[(&str, &str)] = if htmx { &[("HX-Request", "true")] } else { &[] };
+    call(app, Method::GET, uri, hx, None).await
+}
+
+/// A plain POST (no headers) with `body`, empty when `None`.
+pub async fn post(app: &Router, uri: &str, body: Option<&str>) -> Reply {
+    call(app, Method::POST, uri, &[], body).await
+}
+
+/// A plain DELETE.
+pub async fn delete(app: &Router, uri: &str) -> Reply {
+    call(app, Method::DELETE, uri, &[], None).await
+}
+
+/// A GET that must answer 200 with JSON; its body.
+pub async fn get_json(app: &Router, uri: &str) -> serde_json::Value {
+    let r = get(app, uri).await;
+    assert_eq!(r.status, StatusCode::OK, "GET {uri}: {}", r.text());
+    assert_eq!(r.content_type(), "application/json", "GET {uri}");
+    r.json()
+}
+
+/// An htmx form POST (`HX-Request`, form content type) of `form`, with the
+/// CSRF header when `token` is given.
+pub async fn post_form(app: &Router, uri: &str, form: &str, token: Option<&str>) -> Reply {
+    let mut headers = vec![
+        ("HX-Request", "true"),
+        ("content-type", "application/x-www-form-urlencoded"),
+    ];
+    if let Some(t) = token {
+        headers.push(("X-CSRF-Token", t));
+    }
+    call(app, Method::POST, uri, &headers, Some(form)).await
+}
+
+/// `method uri` as the dashboard's pages send it: `HX-Request` when
+/// `htmx`; the CSRF header and the form content type when `token` is
+/// given; `form` as the body.
+pub async fn as_page(
+    app: &Router,
+    method: Method,
+    uri: &str,
+    htmx: bool,
+    token: Option<&str>,
+    form: &str,
+) -> Reply {
+    let mut headers = Vec::new();
+    if htmx {
+        headers.push(("HX-Request", "true"));
+    }
+    if let Some(t) = token {
+        headers.push(("X-CSRF-Token", t));
+        headers.push(("content-type", "application/x-www-form-urlencoded"));
+    }
+    call(app, method, uri, &headers, Some(form)).await
+}
+
+/// A JSON-API request with no headers (no `Origin`: as curl or a script).
+pub async fn api(app: &Router, method: Method, uri: &str, body: Option<&str>) -> Reply {
+    call(app, method, uri, &[], body).await
 }
 
 /// Sends `method path_and_query HTTP/1.0` to `addr` with exactly `headers`
@@ -102,20 +307,18 @@ pub async fn request(
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
-    let status = lines
+    let status: u16 = lines
         .next()
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("bad response to {method} {path_and_query}: {head}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_string(),
+    let mut map = HeaderMap::new();
+    for (k, v) in lines.filter_map(|l| l.split_once(':')) {
+        let name = HeaderName::from_bytes(k.trim().to_ascii_lowercase().as_bytes()).unwrap();
+        map.append(name, HeaderValue::from_str(v.trim()).unwrap());
     }
+    let status = StatusCode::from_u16(status).unwrap();
+    Reply::new(status, map, body.as_bytes().to_vec())
 }
 
 /// Decodes the character references askama writes (`&#38;`, `&#x26;`) and

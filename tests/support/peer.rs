@@ -1,0 +1,114 @@
+//! The Go asynq v0.26.0 peer (`interop/cmd/asynq-peer`) the interop tests
+//! run against a test database: built once per test binary ([`go_peer`]),
+//! run to its end ([`TestDb::peer`], [`TestDb::peer_lines`]) or in the
+//! background ([`TestDb::peer_spawn`], killed with its [`PeerProcess`]).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use super::redis::TestDb;
+
+impl TestDb {
+    /// `asynq-peer --redis 127.0.0.1:<port> --db <db> <args>`.
+    fn peer_command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(go_peer());
+        cmd.args(["--redis", &format!("127.0.0.1:{}", self.port)])
+            .args(["--db", &self.db.to_string()])
+            .args(args);
+        cmd
+    }
+
+    /// Runs the Go peer against this database and parses its JSON output.
+    /// Returns `Err(json)` when the peer exits non-zero with an error object.
+    pub fn peer(&self, args: &[&str]) -> Result<serde_json::Value, serde_json::Value> {
+        let out = self
+            .peer_command(args)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run asynq-peer");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let value: serde_json::Value = serde_json::from_str(text.trim())
+            .unwrap_or_else(|e| panic!("asynq-peer {args:?} printed non-JSON ({e}): {text}"));
+        if out.status.success() {
+            Ok(value)
+        } else {
+            Err(value)
+        }
+    }
+
+    /// Runs a Go peer command that prints one JSON document per line
+    /// (`work`, `schedule`) to its end and returns the lines.
+    pub fn peer_lines(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        let out = self
+            .peer_command(args)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run asynq-peer");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "asynq-peer {args:?} failed: {text}");
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line ({e}): {l}")))
+            .collect()
+    }
+
+    /// Starts a long-running Go peer command (`work`) in the background; the
+    /// returned guard kills it when dropped.
+    pub fn peer_spawn(&self, args: &[&str]) -> PeerProcess {
+        let child = self
+            .peer_command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn asynq-peer");
+        PeerProcess(child)
+    }
+
+    /// Like [`TestDb::peer`] but panics on a peer error.
+    pub fn peer_ok(&self, args: &[&str]) -> serde_json::Value {
+        self.peer(args)
+            .unwrap_or_else(|e| panic!("asynq-peer {args:?} failed: {e}"))
+    }
+}
+
+/// A background Go peer process, killed on drop.
+pub struct PeerProcess(pub std::process::Child);
+
+impl PeerProcess {
+    /// Sends SIGTERM (graceful shutdown of the Go server) and waits for exit.
+    pub fn terminate(mut self) -> std::process::Output {
+        unsafe {
+            libc::kill(self.0.id() as i32, libc::SIGTERM);
+        }
+        let child = std::mem::replace(&mut self.0, Command::new("true").spawn().unwrap());
+        child.wait_with_output().expect("wait for asynq-peer")
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+static GO_PEER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Builds the Go peer (`interop/cmd/asynq-peer`, Go asynq v0.26.0) once per
+/// test binary and returns its path.
+pub fn go_peer() -> &'static PathBuf {
+    GO_PEER.get_or_init(|| {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let out = root.join("target").join("asynq-peer");
+        let status = Command::new("go")
+            .current_dir(root.join("interop"))
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg("./cmd/asynq-peer")
+            .status()
+            .expect("go must be installed to build the interop peer");
+        assert!(status.success(), "building interop/cmd/asynq-peer failed");
+        out
+    })
+}
