@@ -3,7 +3,7 @@
 //!
 //! - R10: a 5 MB payload's row shows exactly the head of its preview, on
 //!   the pages and in `/api` (the O(preview) proof is the unit tests
-//!   `r10_*` in `src/web/format.rs` and `src/web/api/model.rs`).
+//!   `r10_*` in `src/web/format.rs` and `src/web/api/go_format.rs`).
 //! - R11: `/schedulers` and `/api/scheduler_entries` page 5,000 entries.
 //! - R12: left-behind task hashes (state names a set that does not hold
 //!   them) never answer 5xx, are shown for what they are, can be deleted

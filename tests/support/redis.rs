@@ -94,11 +94,15 @@ impl TestDb {
         format!("redis://127.0.0.1:{}/{}", self.port, self.db)
     }
 
-    /// A raw redis-rs connection for checking keys directly.
+    /// A raw redis-rs connection for seeding and checking keys directly.
+    /// It waits for every reply: redis-rs's default 500 ms response timeout
+    /// failed seeding scripts (10,000 hashes in one call) on a loaded
+    /// machine, and tests wait for states, not durations.
     pub async fn raw(&self) -> redis::aio::MultiplexedConnection {
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
         redis::Client::open(self.url())
             .unwrap()
-            .get_multiplexed_async_connection()
+            .get_multiplexed_async_connection_with_config(&config)
             .await
             .unwrap()
     }

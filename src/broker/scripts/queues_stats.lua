@@ -4,7 +4,7 @@
 -- retry-growth figures need (asynqdeck only). One queue that cannot be read
 -- (a key of the wrong type) yields an error entry; the others answer.
 --
--- Runs inside the MULTI/EXEC of Broker::queues_stats (src/broker/queues.rs),
+-- Runs inside the MULTI/EXEC of Broker::queues_stats (src/broker/stats/transaction.rs),
 -- next to a plain SMEMBERS asynq:queues (queues deleted since listed), one
 -- MGET of every queue's counters and paused flag, and one EXISTS per kind
 -- of key over the queues this script is not asked to read it for (which
@@ -13,7 +13,7 @@
 -- No KEYS: the keys come prebuilt in ARGV (building them here by string
 -- concatenation cost more than passing them). (asynqdeck refuses Redis
 -- Cluster, COMPATIBILITY.md A12.) Redis's key tracking does not see the
--- keys read here; a caller using it (src/broker/tracking.rs) reads them
+-- keys read here; a caller using it (src/broker/stats/tracking.rs) reads them
 -- again with a plain EXISTS in the same transaction.
 -- ARGV[1] "1" to read the growth samples, "0" not to
 -- ARGV[2] oldest sample time read, unix seconds (now - one hour)
