@@ -10,7 +10,7 @@ use asynqdeck::broker::{Broker, keys};
 use asynqdeck::web::{AppState, WebConfig};
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task};
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use redis::AsyncCommands;
 use tower::ServiceExt;
@@ -487,23 +487,19 @@ async fn unknown_queue_actions_are_404_on_pages_and_api() {
         .enqueue(&Task::new("t", b"1".to_vec()), EnqueueOptions::new())
         .await
         .unwrap();
-    let token = Some(s.token.as_str());
     for path in ["/queues/nope/delete", "/queues/nope/tasks/x1/run?tab=retry"] {
-        let (status, body) = post(&s.app, path, token, "").await;
-        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        let r = s.post(path, "").await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {}", r.body);
     }
-    let (status, body) = post(&s.app, "/queues/default/delete", token, "").await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    let res = s
-        .app
-        .clone()
-        .oneshot(
-            Request::delete("/api/queues/nope")
-                .header("x-csrf-token", &s.token)
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let r = s.post("/queues/default/delete", "").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = http::call(
+        &s.app,
+        Method::DELETE,
+        "/api/queues/nope",
+        &[("x-csrf-token", s.token.as_str())],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
 }
