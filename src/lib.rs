@@ -6,13 +6,31 @@
 //! same keys, hash fields, protobuf messages and state transitions.
 //!
 //! # Layout
+//! Layers point one way: [`web`] → [`inspector`] → [`broker`], and
+//! [`server`] → [`broker`]; [`app`] serves [`web`] with the engine, and
+//! [`cli`] and [`demo`] call [`app`]. Only [`broker`] speaks Redis.
 //! - [`task`]: [`Task`], [`EnqueueOptions`], [`TaskInfo`], [`TaskState`].
 //! - [`client`]: [`Client`] enqueues tasks (Go `client.go`).
-//! - [`inspector`]: [`Inspector`] reads and changes queues and tasks (Go `inspector.go`).
+//! - [`inspector`]: [`Inspector`] reads and changes queues and tasks (Go
+//!   `inspector.go`), plus what the dashboard reads: a queue tab
+//!   (`inspector::tab`), error groups (`inspector::errgroups`), the table of
+//!   actions each task state allows (`inspector::actions`) and the queues
+//!   snapshot (`inspector::snapshot`).
 //! - [`broker`]: the only module that speaks Redis: key names, protobuf
-//!   messages and one Lua script per operation (Go `internal/rdb`, `internal/base`).
+//!   messages, paging (`broker::page`), queue statistics (`broker::stats`)
+//!   and one Lua script per operation (Go `internal/rdb`, `internal/base`).
 //! - [`server`]: the worker side: [`Handler`], [`ServeMux`], [`TaskContext`],
-//!   handler error markers ([`SkipRetry`], [`RevokeTask`]) and retry policies.
+//!   handler error markers ([`SkipRetry`], [`RevokeTask`]), retry policies,
+//!   the fetch loop (`server::processor`), the worker that runs one task and
+//!   writes its retry/archive/completion (`server::worker`), the fetch
+//!   loop's own writes of successes and revokes (`server::acks`) and the
+//!   maintenance loops on one tick helper (`server::ticker`, Go's default
+//!   intervals in `server::defaults`).
+//! - [`web`]: the dashboard's router: pages (`web::pages`), the
+//!   asynqmon-compatible JSON API (`web::api`), security, metrics.
+//! - [`app`]: serving the dashboard with the embedded engine
+//!   ([`app::serve`]); [`cli`] parses the command line and dispatches;
+//!   [`demo`] runs the app with demo workers and its own Redis.
 //! - [`clock`]: the time source, injectable for tests.
 //! - [`error`]: the public [`Error`].
 //!
