@@ -3,7 +3,8 @@
 //! once while every normal client connection is killed every 2 s
 //! (`CLIENT KILL TYPE normal`). Throughput during the storm must be at
 //! least 80 % of the undisturbed run's, in one of [`ATTEMPTS`] calm +
-//! stormy pairs (other load on the machine skews a single pair).
+//! stormy pairs (a lost lease reply delays a pair's last tasks by the
+//! lease and grace; see [`ATTEMPTS`]).
 //!
 //! Throughput = tasks / (last completion − first handler start), so the
 //! server's start-up is not counted. 3,000 tasks, concurrency 10, 20 ms of
@@ -29,11 +30,16 @@ const WORK: Duration = Duration::from_millis(20);
 const KILL_EVERY: Duration = Duration::from_secs(2);
 /// The storm run's throughput over the calm run's that passes.
 const MIN_RATIO: f64 = 0.8;
-/// Attempts of the calm + stormy pair. Other load on the machine can only
-/// slow one run of a pair and skew its ratio, so the scenario passes when
-/// one pair reaches [`MIN_RATIO`]; before R5's fix every pair measured
+/// Attempts of the calm + stormy pair. A kill that lands while a lease
+/// call is in flight loses its reply: the tasks it leased stay active until
+/// their lease and the recoverer's grace pass (30 s + 30 s, as in Go), so
+/// that pair's last tasks end ≈ 60 s late and its ratio falls to ≈ 10 %
+/// (seen in about 1 storm run in 20, idle machine or not; nothing is lost
+/// or run twice). Throughput is what this scenario measures, so it passes
+/// when one pair reaches [`MIN_RATIO`]; before R5's fix every pair measured
 /// ≈ 55 %, so a regression fails all of them. Every attempt's figures are
-/// printed.
+/// printed. (Requeueing the tasks of a lost lease reply at once is a
+/// possible engine improvement; RELIABILITY.md.)
 const ATTEMPTS: usize = 3;
 
 /// Kills every normal client connection every [`KILL_EVERY`] (the first

@@ -98,7 +98,7 @@ async fn valid(c: &mut redis::aio::MultiplexedConnection, q: &str, tab: &str, id
     place(c, q, tab, id).await;
 }
 
-async fn seed(url: &str) -> (Vec<String>, Subject, Subject) {
+async fn corrupt_subjects(url: &str) -> (Vec<String>, Subject, Subject) {
     let mut c = raw(url).await.unwrap();
     let client = Client::connect(url).await.unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(12);
@@ -224,7 +224,7 @@ pub async fn run() {
     let name = "corrupt";
     let redis = RedisProc::start(false);
     let url = redis.url();
-    let (valid_ids, mixed, wrong) = seed(&url).await;
+    let (valid_ids, mixed, wrong) = corrupt_subjects(&url).await;
 
     let inspector = Inspector::connect(&url).await.unwrap();
     let state = AppState::new(
@@ -317,7 +317,7 @@ pub async fn go_peer() {
     let done_key = "chaos:{results}:done";
     let redis = RedisProc::start(false);
     let url = redis.url();
-    let (valid_ids, _, _) = seed(&url).await;
+    let (valid_ids, _, _) = corrupt_subjects(&url).await;
     let mut w = GoWorker::start(
         &redis.addr(),
         &format!("{MIXED}=10,{WRONG}=1"),

@@ -22,7 +22,9 @@ use super::support::routes::{Subject, reads};
 const DOWN_FOR: Duration = Duration::from_secs(20);
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-pub async fn seed(url: &str) -> Subject {
+/// The outage scenario's subject: queue `web` with a pending, a scheduled
+/// and an aggregating (group `g`) task, for the routes to read.
+pub async fn outage_subject(url: &str) -> Subject {
     let client = Client::connect(url).await.unwrap();
     let q = "web";
     let opts = || EnqueueOptions::new().queue(q);
@@ -55,7 +57,7 @@ pub async fn seed(url: &str) -> Subject {
 pub async fn run() {
     let name = "dashboard_down";
     let mut redis = RedisProc::start(true);
-    let subject = seed(&redis.url()).await;
+    let subject = outage_subject(&redis.url()).await;
     let routes = reads(&subject);
 
     let port = free_port();

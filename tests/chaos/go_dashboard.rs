@@ -86,7 +86,7 @@ pub async fn run() {
     let name = "go_dashboard_down";
     let bin = asynqmon();
     let mut redis = RedisProc::start(true);
-    let subject = super::dashboard_down::seed(&redis.url()).await;
+    let subject = super::dashboard_down::outage_subject(&redis.url()).await;
     let routes = routes(&subject);
 
     let port = free_port();

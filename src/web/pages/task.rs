@@ -249,11 +249,11 @@ async fn task_fields(state: &AppState, queue: &str, id: &str) -> Result<TaskFiel
                     .await
                     .map_err(|e| PageError::from_error(e, root))?;
             let ops = if fields.left_behind {
-                &[Op::Delete][..]
+                vec![Op::Delete]
             } else {
                 Op::for_state(t.state)
             };
-            fields.ops = op_views(ops, "this task", false);
+            fields.ops = op_views(&ops, "this task", false);
             fields.task = Some(TaskView::of(&t, state.inspector.now()));
         }
         // An undecodable msg, or a state field no version knows.

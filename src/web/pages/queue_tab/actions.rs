@@ -293,7 +293,7 @@ mod tests {
     /// Buttons: delete is dangerous and always confirmed.
     #[test]
     fn buttons() {
-        let v = op_views(Op::for_state(TaskState::Archived), "this task", false);
+        let v = op_views(&Op::for_state(TaskState::Archived), "this task", false);
         let ops: Vec<(&str, &str, bool, &str)> = v
             .iter()
             .map(|o| (o.op, o.label, o.danger, o.confirm.as_str()))

@@ -101,7 +101,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         // Cancel applies to the scanned active tasks (there is no script for it).
         TaskState::Active => Vec::new(),
         TaskState::Aggregating if group.is_none() => Vec::new(),
-        s => Op::for_state(s).to_vec(),
+        s => Op::for_state(s),
     };
     let cancel_all = Op::Cancel.allowed_in(view.state) && !row_views.is_empty();
     let queue_url = format!("{root}/queues/{}", urls::segment(queue));
@@ -124,7 +124,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         scan_note: read.scan.map(scan_note_text).unwrap_or_default(),
         id_note,
         id_elsewhere,
-        row_ops: op_views(Op::for_state(view.state), "this task", false),
+        row_ops: op_views(&Op::for_state(view.state), "this task", false),
         all_ops: op_views(&all_ops, &all_what, true),
         filtered: view.filter.scans(),
         cancel_all,
