@@ -761,6 +761,34 @@ async fn text_from_redis_is_escaped() {
     );
 }
 
+/// A task key of another type (a string where the hash should be) looked
+/// up by id in its tab is one error row naming the WRONGTYPE refusal, not a
+/// 422 page for the whole tab (found in the issue-13 review).
+#[tokio::test]
+async fn id_lookup_of_a_wrong_type_task_key_is_an_error_row() {
+    let db = support::redis();
+    let mut s = setup(&db).await;
+    seed::message(
+        &mut s.raw,
+        &seed::msg("q", "ok1", "t", b"fine"),
+        "retry",
+        4_102_444_800,
+    )
+    .await;
+    let _: () = s.raw.set("asynq:{q}:t:str1", "x").await.unwrap();
+    let _: () = s
+        .raw
+        .zadd("asynq:{q}:retry", "str1", 4_102_444_800_i64)
+        .await
+        .unwrap();
+    let a = http::page(&s.app, "/queues/q/retry?id=str1", false).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert!(a.body.contains("Task str1 exists but cannot be read."));
+    assert_eq!(row_ids(&a.body), ["str1"]);
+    assert!(a.body.contains("<tr class=\"corrupt\" data-id=\"str1\">"));
+    assert!(a.body.contains("WRONGTYPE"), "{}", a.body);
+}
+
 /// Issue 4 item 6: a task whose msg does not decode is an error row with
 /// its id and the decode error (the rest of the tab renders); its task page
 /// says so and can delete it.

@@ -342,8 +342,17 @@ impl Inspector {
             }
             Ok(t) => (Vec::new(), IdLookup::Elsewhere(t.state)),
             Err(Error::TaskNotFound { .. }) => (Vec::new(), IdLookup::Missing),
-            // An undecodable msg, or a state field no version knows.
+            // An undecodable msg, a state field no version knows, or a
+            // task key Redis refuses to read as a hash (WRONGTYPE): a row.
             Err(e @ (Error::Corrupt { .. } | Error::FailedPrecondition(_))) => {
+                let row = TaskRow::Corrupt {
+                    id: id.clone(),
+                    state: req.state,
+                    error: e.to_string(),
+                };
+                (vec![row], IdLookup::Unreadable)
+            }
+            Err(e @ Error::Redis(_)) if !e.is_redis_unavailable() => {
                 let row = TaskRow::Corrupt {
                     id: id.clone(),
                     state: req.state,
