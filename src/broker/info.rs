@@ -119,7 +119,7 @@ impl Broker {
     pub(crate) async fn redis_info(&self) -> Result<RawRedisInfo> {
         let mut conn = self.conn();
         let info: String = redis::cmd("INFO").query_async(&mut conn).await?;
-        let address = self.client.get_connection_info().addr().to_string();
+        let address = self.target.address();
         if !cluster_enabled(&info) {
             return Ok(RawRedisInfo {
                 address,
@@ -139,11 +139,10 @@ impl Broker {
             .arg("SLOTS")
             .query_async(&mut conn)
             .await?;
-        let own_host = match self.client.get_connection_info().addr() {
-            redis::ConnectionAddr::Tcp(host, _) => host.clone(),
-            redis::ConnectionAddr::TcpTls { host, .. } => host.clone(),
-            _ => String::new(),
-        };
+        let own_host = address
+            .rsplit_once(':')
+            .map(|(h, _)| h.to_string())
+            .unwrap_or_default();
         let ranges = parse_slots(&slots_reply, &own_host);
         let names = self.all_queues().await?;
         let mut queues = Vec::with_capacity(names.len());

@@ -63,7 +63,8 @@ mod waiter;
 mod test_values;
 
 pub use bad_counters::bad_counters;
-pub use conn::{ConnectOptions, DEFAULT_REDIS_URL};
+pub(crate) use conn::{Conn, Target};
+pub use conn::{ConnectOptions, DEFAULT_REDIS_URL, Failover, SentinelOptions, Topology};
 pub use discovery::{DISCOVERY_SCAN_COUNT, queue_of_container_key};
 pub use engine::{
     DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_BATCH_MAX, LEASE_DURATION, Leased,
@@ -80,20 +81,20 @@ pub use task_actions::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
 pub use waiter::PendingWaiter;
 
 use chrono::{DateTime, Utc};
-use redis::aio::ConnectionManager;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
 
-/// A handle on one Redis database holding asynq data. Cheap to clone; clones
-/// share the connection.
+/// A handle on the Redis holding asynq data: one server's database, a Redis
+/// Cluster, or the master Sentinel elects ([`Topology`]). Cheap to clone;
+/// clones share the connection.
 #[derive(Clone)]
 pub struct Broker {
-    conn: ConnectionManager,
-    /// Opens dedicated connections (pub/sub cannot share the multiplexed one).
-    /// Boxed: with TLS settings the client is ~250 bytes, and brokers are
-    /// embedded by value in many structs.
-    client: std::sync::Arc<redis::Client>,
+    conn: Conn,
+    /// Opens dedicated connections (pub/sub and blocking waits cannot share
+    /// the multiplexed one). Shared: brokers are embedded by value in many
+    /// structs.
+    target: std::sync::Arc<Target>,
     clock: SharedClock,
 }
 
@@ -105,7 +106,9 @@ impl std::fmt::Debug for Broker {
 
 impl Broker {
     /// Connects to `url` (`redis://[user:password@]host:port/db`, `rediss://`
-    /// for TLS). Errors with [`Error::Redis`] when Redis cannot be reached.
+    /// for TLS, `redis-sentinel://` and `redis-cluster://` as
+    /// [`ConnectOptions`] reads them). Errors with [`Error::Redis`] when
+    /// Redis cannot be reached.
     pub async fn connect(url: &str) -> Result<Self> {
         Broker::connect_with(&ConnectOptions::new(url)).await
     }
@@ -116,11 +119,11 @@ impl Broker {
     /// (bad URL, PEM that does not parse) and [`Error::Redis`] when Redis
     /// cannot be reached or refuses the credentials.
     pub async fn connect_with(options: &ConnectOptions) -> Result<Self> {
-        let client = options.client()?;
-        let conn = ConnectionManager::new_with_config(client.clone(), manager_config()).await?;
+        let target = options.target()?;
+        let conn = target.shared().await?;
         Ok(Broker {
             conn,
-            client: std::sync::Arc::new(client),
+            target: std::sync::Arc::new(target),
             clock: std::sync::Arc::new(SystemClock),
         })
     }
@@ -130,20 +133,45 @@ impl Broker {
     /// one so that waiting for its replies wakes no other thread). Errors
     /// with [`Error::Redis`] when Redis cannot be reached.
     pub async fn own_connection(&self) -> Result<Self> {
-        let conn =
-            ConnectionManager::new_with_config((*self.client).clone(), manager_config()).await?;
+        let conn = self.target.shared().await?;
         Ok(Broker {
             conn,
-            client: self.client.clone(),
+            target: self.target.clone(),
             clock: self.clock.clone(),
         })
+    }
+
+    /// The kind of deployment this broker talks to.
+    pub fn topology(&self) -> Topology {
+        self.target.topology()
+    }
+
+    /// The last change of master seen behind Sentinel; `None` elsewhere
+    /// or when none was seen.
+    pub fn last_failover(&self) -> Option<Failover> {
+        match &*self.target {
+            Target::Sentinel(r) => r.last_failover(),
+            _ => None,
+        }
+    }
+
+    /// The master in use behind Sentinel, `host:port`.
+    pub fn sentinel_master(&self) -> Option<String> {
+        match &self.conn {
+            Conn::Sentinel(c) => c.master(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn target(&self) -> &Target {
+        &self.target
     }
 
     /// Whether Redis is reached on this host: a Unix socket, `localhost`, or
     /// a loopback address (`127.0.0.0/8`, `::1`). Another address may still
     /// be this host; it counts as remote.
     pub fn is_local(&self) -> bool {
-        conn::is_local_addr(self.client.get_connection_info().addr())
+        self.target.is_local()
     }
 
     /// The same broker reading time from `clock` (for tests).
@@ -158,7 +186,7 @@ impl Broker {
     }
 
     /// A connection handle (multiplexed; cloning is cheap).
-    pub(crate) fn conn(&self) -> ConnectionManager {
+    pub(crate) fn conn(&self) -> Conn {
         self.conn.clone()
     }
 

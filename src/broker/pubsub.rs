@@ -29,9 +29,21 @@ impl Broker {
         &self,
     ) -> Result<impl Stream<Item = String> + Send + Unpin + 'static> {
         let open = async {
-            let mut pubsub = self.client.get_async_pubsub().await?;
-            pubsub.subscribe(keys::CANCEL_CHANNEL).await?;
-            Ok::<_, redis::RedisError>(pubsub)
+            // A cluster delivers every PUBLISH to the subscribers of every
+            // node: the first seed that answers will do.
+            let mut last = None;
+            for client in self.target.server_clients().await? {
+                match client.get_async_pubsub().await {
+                    Ok(mut pubsub) => {
+                        pubsub.subscribe(keys::CANCEL_CHANNEL).await?;
+                        return Ok::<_, Error>(pubsub);
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            Err(Error::Redis(last.unwrap_or_else(|| {
+                redis::RedisError::from((redis::ErrorKind::Io, "no server to subscribe on"))
+            })))
         };
         let pubsub = tokio::time::timeout(SUBSCRIBE_TIMEOUT, open)
             .await

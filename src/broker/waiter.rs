@@ -12,15 +12,13 @@
 
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
-
-use super::{Broker, keys};
+use super::{Broker, Conn, keys};
 use crate::error::Result;
 
 /// A dedicated connection that waits for pending work in one queue.
 // asynq divergence: COMPATIBILITY.md#w10
 pub struct PendingWaiter {
-    conn: MultiplexedConnection,
+    conn: Conn,
     pending_key: String,
     paused_key: String,
 }
@@ -37,15 +35,28 @@ impl Broker {
     /// Opens a waiter for `queue`, or `None` when the server lacks BLMOVE
     /// (Redis < 6.2). Errors: [`Error::Redis`](crate::Error::Redis).
     pub async fn pending_waiter(&self, queue: &str) -> Result<Option<PendingWaiter>> {
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-        let mut conn = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(&mut conn)
-            .await?;
+        let mut conn = self.target.dedicated().await?;
+        // On a cluster, any node's version stands for the cluster's.
+        let info: String = match conn.as_cluster() {
+            Some(c) => {
+                let v = c
+                    .route_command(
+                        redis::cmd("INFO").arg("server").clone(),
+                        redis::cluster_routing::RoutingInfo::SingleNode(
+                            redis::cluster_routing::SingleNodeRoutingInfo::Random,
+                        ),
+                    )
+                    .await?;
+                redis::from_redis_value(v)
+                    .map_err(|e| crate::Error::Internal(format!("INFO server reply: {e}")))?
+            }
+            None => {
+                redis::cmd("INFO")
+                    .arg("server")
+                    .query_async(&mut conn)
+                    .await?
+            }
+        };
         let version = info
             .lines()
             .find_map(|l| l.strip_prefix("redis_version:"))

@@ -78,9 +78,26 @@ pub struct ServeArgs {
     #[arg(long, env = "REDIS_INSECURE_TLS", value_name = "BOOL", hide_possible_values = true, value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
     pub redis_insecure_tls: bool,
 
-    /// Redis Cluster node addresses (asynqmon): not supported yet, refused.
+    /// Redis Cluster seed nodes (asynqmon): comma-separated host:port. Beats
+    /// --redis-url and --redis-addr; --redis-password, --redis-username and
+    /// the TLS flags apply to every node.
     #[arg(long, env = "REDIS_CLUSTER_NODES", value_name = "HOST:PORT,...")]
     pub redis_cluster_nodes: Option<String>,
+
+    /// Sentinel addresses, comma-separated host:port (Go
+    /// RedisFailoverClientOpt.SentinelAddrs); needs --redis-sentinel-master.
+    /// The master's credentials and database are --redis-password,
+    /// --redis-username and --redis-db.
+    #[arg(long, env = "REDIS_SENTINEL_ADDRS", value_name = "HOST:PORT,...")]
+    pub redis_sentinel_addrs: Option<String>,
+
+    /// Name of the master the sentinels monitor (Go MasterName).
+    #[arg(long, env = "REDIS_SENTINEL_MASTER", value_name = "NAME")]
+    pub redis_sentinel_master: Option<String>,
+
+    /// Password of the sentinels themselves (Go SentinelPassword).
+    #[arg(long, env = "REDIS_SENTINEL_PASSWORD", value_name = "PASSWORD")]
+    pub redis_sentinel_password: Option<String>,
 
     /// Address to listen on [default: 127.0.0.1:8080]. Beats --port.
     #[arg(long, env = "ASYNQDECK_LISTEN", value_name = "ADDR:PORT")]
@@ -181,26 +198,73 @@ impl ServeArgs {
     /// asynqmon), `--listen` beats `--port`, TLS is on for `rediss://`,
     /// `--redis-tls`, `--redis-insecure-tls` or a CA/client certificate.
     ///
-    /// Errors (a one-line reason; the binary exits 2): Redis Cluster nodes
-    /// or a `redis-sentinel://` URL (not supported yet), a malformed
+    /// Errors (a one-line reason; the binary exits 2): both cluster nodes
+    /// and sentinels, sentinels without a master name, a malformed
     /// `--redis-addr` or root path, a client certificate without its key,
     /// a poll interval of zero.
     pub fn resolve(&self) -> Result<ServeConfig, String> {
         let mut warnings = Vec::new();
-        if let Some(nodes) = non_empty(&self.redis_cluster_nodes) {
-            return Err(format!(
-                "Redis Cluster is not supported yet (--redis-cluster-nodes / REDIS_CLUSTER_NODES = {nodes:?}); \
-                 point --redis-url or --redis-addr at a single Redis server"
-            ));
+        let cluster_nodes: Vec<String> = non_empty(&self.redis_cluster_nodes)
+            .map(|n| {
+                n.split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let sentinel_addrs: Vec<String> = non_empty(&self.redis_sentinel_addrs)
+            .map(|n| {
+                n.split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !cluster_nodes.is_empty() && !sentinel_addrs.is_empty() {
+            return Err(
+                "give --redis-cluster-nodes or --redis-sentinel-addrs, not both".to_string(),
+            );
         }
-        let url = non_empty(&self.redis_url);
-        let mut redis = match url {
-            Some(url) => {
-                if url.starts_with("redis-sentinel://") {
-                    return Err(
-                        "Redis Sentinel (redis-sentinel:// URL) is not supported yet".to_string(),
+        if !sentinel_addrs.is_empty() && non_empty(&self.redis_sentinel_master).is_none() {
+            return Err("--redis-sentinel-addrs needs --redis-sentinel-master".to_string());
+        }
+        if !cluster_nodes.is_empty() || !sentinel_addrs.is_empty() {
+            let mut opts = ConnectOptions::default();
+            opts.password = self.redis_password.clone().filter(|p| !p.is_empty());
+            opts.username = non_empty(&self.redis_username).map(str::to_string);
+            if !cluster_nodes.is_empty() {
+                if self.redis_url.is_some() || self.redis_addr.is_some() {
+                    warnings.push(
+                        "--redis-url/--redis-addr ignored: --redis-cluster-nodes is set and takes precedence"
+                            .to_string(),
                     );
                 }
+                opts.cluster_nodes = cluster_nodes;
+            } else {
+                let db = self.redis_db.unwrap_or(0);
+                if db < 0 {
+                    return Err(format!("--redis-db must be 0 or more, got {db}"));
+                }
+                opts.db = Some(db);
+                opts.sentinel = Some(crate::broker::SentinelOptions {
+                    addrs: sentinel_addrs,
+                    master: non_empty(&self.redis_sentinel_master)
+                        .unwrap_or_default()
+                        .to_string(),
+                    password: self
+                        .redis_sentinel_password
+                        .clone()
+                        .filter(|p| !p.is_empty()),
+                    username: None,
+                });
+            }
+            return self.finish(opts, warnings);
+        }
+        let url = non_empty(&self.redis_url);
+        let redis = match url {
+            Some(url) => {
                 let ignored: Vec<&str> = [
                     ("--redis-addr", self.redis_addr.is_some()),
                     ("--redis-db", self.redis_db.is_some()),
@@ -234,6 +298,16 @@ impl ServeArgs {
                 opts
             }
         };
+        self.finish(redis, warnings)
+    }
+
+    /// The rest of [`ServeArgs::resolve`] once the Redis address is known:
+    /// TLS, listener, root path, engine.
+    fn finish(
+        &self,
+        mut redis: ConnectOptions,
+        mut warnings: Vec<String>,
+    ) -> Result<ServeConfig, String> {
         if let Some(name) = non_empty(&self.redis_tls) {
             redis.tls = true;
             let host = redis.display_address();

@@ -123,7 +123,10 @@ impl Tracked {
     /// Opens a RESP3 connection like `broker`'s and turns tracking on.
     /// `Ok(None)` when Redis refuses (no RESP3, `CLIENT` not allowed).
     async fn open(broker: &Broker) -> Result<Option<Tracked>> {
-        let info = broker.client.get_connection_info().clone();
+        let Some(client) = broker.target.tracking_client().await? else {
+            return Ok(None);
+        };
+        let info = client.get_connection_info().clone();
         let settings = info
             .redis_settings()
             .clone()

@@ -1,6 +1,14 @@
 //! How to reach Redis: [`ConnectOptions`] (a URL plus the parts asynqmon
-//! takes as separate flags: username, password, database, TLS material),
-//! used by [`Broker::connect_with`](super::Broker::connect_with).
+//! takes as separate flags: username, password, database, TLS material,
+//! cluster nodes, sentinels), used by
+//! [`Broker::connect_with`](super::Broker::connect_with).
+//!
+//! Files: this one (the options, and the standalone client), `urls.rs`
+//! (the `redis-sentinel://` and `redis-cluster://` URL forms), `target.rs`
+//! (which deployment the options name: standalone, Cluster or Sentinel, and
+//! how to open connections to it), `link.rs` (the broker's shared
+//! connection, one type for the three), `sentinel.rs` (following the
+//! master across failovers).
 //!
 //! TLS is rustls with the system trust store (`/etc/ssl/certs`, as Go's
 //! `crypto/tls` uses), or only the CA bundle given in
@@ -9,6 +17,16 @@
 use redis::{ClientTlsConfig, ConnectionAddr, IntoConnectionInfo, TlsCertificates};
 
 use crate::error::{Error, Result};
+
+mod link;
+mod sentinel;
+mod target;
+mod urls;
+
+pub(crate) use link::Conn;
+pub use sentinel::Failover;
+pub(crate) use target::Target;
+pub use target::Topology;
 
 /// Where and how to connect to Redis.
 ///
@@ -35,6 +53,42 @@ pub struct ConnectOptions {
     pub ca_cert_pem: Option<Vec<u8>>,
     /// PEM client certificate chain and private key for mutual TLS. Implies TLS.
     pub client_cert_pem: Option<(Vec<u8>, Vec<u8>)>,
+    /// Seed nodes of a Redis Cluster (`host:port`; asynqmon
+    /// `--redis-cluster-nodes`, Go `RedisClusterClientOpt.Addrs`). Non-empty
+    /// means a cluster: the URL's host is then not used, its credentials
+    /// and TLS are. A `redis-cluster://` URL sets these too.
+    pub cluster_nodes: Vec<String>,
+    /// Sentinels that elect the master (Go `RedisFailoverClientOpt`). A
+    /// `redis-sentinel://` URL sets this too; fields given here win.
+    pub sentinel: Option<SentinelOptions>,
+}
+
+/// Where the sentinels are and which master they monitor (Go
+/// `RedisFailoverClientOpt`: `SentinelAddrs`, `MasterName`,
+/// `SentinelPassword`). The master's own credentials, database and TLS are
+/// those of [`ConnectOptions`].
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SentinelOptions {
+    /// Sentinel addresses, `host:port` (asynqdeck `--redis-sentinel-addrs`).
+    pub addrs: Vec<String>,
+    /// The monitored master's name (`--redis-sentinel-master`).
+    pub master: String,
+    /// Password of the sentinels themselves (`--redis-sentinel-password`;
+    /// the password of a `redis-sentinel://` URL, as asynq reads it).
+    pub password: Option<String>,
+    /// ACL user of the sentinels (the user of a `redis-sentinel://` URL).
+    pub username: Option<String>,
+}
+
+impl std::fmt::Debug for SentinelOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentinelOptions")
+            .field("addrs", &self.addrs)
+            .field("master", &self.master)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -51,6 +105,8 @@ impl std::fmt::Debug for ConnectOptions {
                 "client_cert_pem",
                 &self.client_cert_pem.as_ref().map(|_| "<redacted>"),
             )
+            .field("cluster_nodes", &self.cluster_nodes)
+            .field("sentinel", &self.sentinel)
             .finish()
     }
 }
@@ -115,6 +171,7 @@ impl ConnectOptions {
         let url = self.url_or_default();
         url.starts_with("rediss://")
             || url.starts_with("valkeys://")
+            || url.starts_with("rediss-cluster://")
             || self.tls
             || self.insecure
             || self.ca_cert_pem.is_some()
@@ -122,8 +179,22 @@ impl ConnectOptions {
     }
 
     /// `host:port/db` (or `unix:path/db`) for messages, without credentials;
-    /// the URL with its credentials cut when it does not parse.
+    /// `cluster h1:p1,h2:p2` for a cluster, `sentinel h1:p1,... master NAME`
+    /// behind Sentinel; the URL with its credentials cut when it does not
+    /// parse.
     pub fn display_address(&self) -> String {
+        match self.topology() {
+            Ok((Topology::Cluster, _)) => {
+                return format!(
+                    "cluster {}",
+                    self.cluster_seeds().unwrap_or_default().join(",")
+                );
+            }
+            Ok((Topology::Sentinel, Some(s))) => {
+                return format!("sentinel {} master {}", s.addrs.join(","), s.master);
+            }
+            _ => {}
+        }
         match self.url_or_default().into_connection_info() {
             Ok(info) => {
                 let db = self.db.unwrap_or(info.redis_settings().db());
@@ -154,10 +225,11 @@ impl ConnectOptions {
     /// options on a socket address, or PEM that does not parse.
     pub(crate) fn client(&self) -> Result<redis::Client> {
         let url = self.url_or_default();
-        if url.starts_with("redis-sentinel://") {
-            return Err(Error::InvalidArgument(
-                "redis-sentinel:// URLs are not supported yet".to_string(),
-            ));
+        if url.starts_with("redis-sentinel://") || urls::is_cluster_url(url) {
+            return Err(Error::InvalidArgument(format!(
+                "{} is not a single Redis server",
+                self.display_address()
+            )));
         }
         let invalid = |e: redis::RedisError| {
             Error::InvalidArgument(format!(
@@ -225,7 +297,7 @@ impl ConnectOptions {
 }
 
 /// Makes ring the process-wide rustls crypto provider unless one is set.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Losing a race to another thread installing one is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -304,10 +376,21 @@ mod tests {
 
         assert!(ConnectOptions::from_addr("redis://h:1", 0).is_err());
         assert!(ConnectOptions::from_addr("a@b:1", 0).is_err());
-        let err = ConnectOptions::new("redis-sentinel://h:1")
+        let err = ConnectOptions::new("redis-sentinel://h:1?master=m")
             .client()
             .unwrap_err();
-        assert!(err.to_string().contains("not supported"), "{err}");
+        assert!(
+            err.to_string().contains("not a single Redis server"),
+            "{err}"
+        );
+        assert_eq!(
+            ConnectOptions::new("redis-sentinel://:pw@h:1,g:2/3?master=m").display_address(),
+            "sentinel h:1,g:2 master m"
+        );
+        assert_eq!(
+            ConnectOptions::new("redis-cluster://a:1,b:2").display_address(),
+            "cluster a:1,b:2"
+        );
         assert_eq!(
             ConnectOptions::new("").display_address(),
             "127.0.0.1:6379/0"
