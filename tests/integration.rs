@@ -22,6 +22,7 @@ mod server_interop;
 mod server_seeds;
 mod server_smoke;
 mod servers;
+mod topology;
 mod web_api;
 mod web_pages;
 mod web_queues;

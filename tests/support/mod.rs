@@ -4,6 +4,7 @@
 //! folder with `#[path = "../support/mod.rs"] mod support` or `mod support`:
 //!
 //! - `redis`: the private redis-server and a fresh database per test;
+//! - `cluster`: local Redis Clusters and Sentinel sets;
 //! - `peer`: the Go asynq peer (`interop/`);
 //! - `clock`: the tests' fixed "now", protobuf timestamps, a broker on a
 //!   simulated clock;
@@ -19,6 +20,7 @@
 #![allow(dead_code)]
 
 pub mod clock;
+pub mod cluster;
 pub mod htmx;
 pub mod http;
 pub mod peer;
