@@ -409,3 +409,99 @@ impl Target {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Flags and URL forms name the right deployment; TLS, ACL user and
+    /// password reach every node of a cluster and the Sentinel master.
+    #[test]
+    fn topologies_carry_credentials_and_tls() {
+        let mut o = ConnectOptions::default();
+        o.cluster_nodes = vec!["10.0.0.1:7000".into(), "10.0.0.2:7000".into()];
+        o.username = Some("deck".into());
+        o.password = Some("pw".into());
+        o.insecure = true;
+        assert_eq!(o.topology().unwrap().0, Topology::Cluster);
+        let Target::Cluster(c) = o.target().unwrap() else {
+            panic!("a cluster")
+        };
+        assert_eq!(
+            c.seeds,
+            [
+                ("10.0.0.1".to_string(), 7000),
+                ("10.0.0.2".to_string(), 7000)
+            ]
+        );
+        let node = c.node_client("10.0.0.3", 7001).unwrap();
+        let info = node.get_connection_info();
+        assert_eq!(
+            (
+                info.redis_settings().username(),
+                info.redis_settings().password()
+            ),
+            (Some("deck"), Some("pw"))
+        );
+        assert!(matches!(
+            info.addr(),
+            ConnectionAddr::TcpTls {
+                insecure: true,
+                port: 7001,
+                ..
+            }
+        ));
+        assert!(!Target::Cluster(c).is_local());
+
+        let o = ConnectOptions::new("rediss-cluster://u:p@127.0.0.1:7000");
+        let Target::Cluster(c) = o.target().unwrap() else {
+            panic!("a cluster")
+        };
+        let info = c.node_client("127.0.0.1", 7000).unwrap();
+        assert!(matches!(
+            info.get_connection_info().addr(),
+            ConnectionAddr::TcpTls {
+                insecure: false,
+                ..
+            }
+        ));
+        assert!(Target::Cluster(c).is_local());
+
+        let mut o = ConnectOptions::new("redis-cluster://a:1");
+        o.db = Some(2);
+        assert!(
+            matches!(o.target(), Err(Error::InvalidArgument(m)) if m.contains("only database 0"))
+        );
+
+        let mut o = ConnectOptions::new("redis-sentinel://:spw@s1:26379,s2?master=mymaster");
+        o.password = Some("masterpw".into());
+        let (t, s) = o.topology().unwrap();
+        assert_eq!(t, Topology::Sentinel);
+        let s = s.unwrap();
+        assert_eq!(s.addrs, ["s1:26379", "s2:26379"]);
+        assert_eq!(
+            (s.master.as_str(), s.password.as_deref()),
+            ("mymaster", Some("spw"))
+        );
+        assert_eq!(o.data_credentials(), (None, Some("masterpw".into()), 0));
+        assert!(matches!(o.target(), Ok(Target::Sentinel(_))));
+
+        let mut both = ConnectOptions::new("redis-cluster://a:1");
+        both.sentinel = Some(SentinelOptions {
+            addrs: vec!["s:1".into()],
+            master: "m".into(),
+            ..SentinelOptions::default()
+        });
+        assert!(both.topology().is_err());
+        let mut nameless = ConnectOptions::default();
+        nameless.sentinel = Some(SentinelOptions {
+            addrs: vec!["s:1".into()],
+            ..SentinelOptions::default()
+        });
+        assert!(nameless.topology().is_err());
+        assert_eq!(
+            ConnectOptions::new("redis://h:1/3").topology().unwrap().0,
+            Topology::Standalone
+        );
+    }
+}
