@@ -116,7 +116,11 @@ fn crossslot(cluster: &LocalCluster) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_key_of_a_queue_hashes_as_the_tag_rule_says() {
     let cluster = cluster().await;
-    for (name, tag, slot) in SAFE.iter().copied().chain([("default", "default", 5718)]) {
+    for (name, tag, slot) in SAFE
+        .iter()
+        .copied()
+        .chain([("default", "default", 5718), ("a{b}c", "a{b", 13340)])
+    {
         assert_eq!(keys::cluster_hash_tag(name), Some(tag));
         assert_eq!(key_slot(&cluster, tag).await, slot, "{tag}");
         for key in every_key(name) {
