@@ -3,7 +3,9 @@
 //! our Server processes every task once, our Inspector reading what Go's
 //! reads; our Client enqueues and Go's server processes, Go's Inspector
 //! reading what ours reads; Go's Inspector lists our running server. The
-//! queues' keys live on three different masters. The standalone forms of
+//! queues' keys live on three different masters. One exchange behind
+//! Sentinel checks the peer's `RedisFailoverClientOpt` flags. The
+//! standalone forms of
 //! these checks are `interop.rs` and `server_interop.rs`.
 //!
 //! The Go peer is a blocking process call: the tests run on a
@@ -523,4 +525,58 @@ async fn go_lists_our_server_and_worker_on_cluster() {
         Value::Array(vec![])
     );
     no_crossslot(&cluster);
+}
+
+/// The peer's `RedisFailoverClientOpt` flags: behind Sentinel, a task Go
+/// enqueues is read by our Inspector as Go reads it, and one we enqueue is
+/// read by Go's Inspector as ours reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_and_we_share_a_sentinel_master() {
+    let set = tokio::task::spawn_blocking(crate::support::cluster::SentinelSet::start)
+        .await
+        .unwrap();
+    let url = set.url();
+    let inspector = Inspector::connect(&url).await.unwrap();
+    let go = go_enqueue_on_sentinel(&set);
+    let ours = inspector.get_task_info("critical", &go).await.unwrap();
+    assert_same(
+        &set.peer_ok(&["inspect", "task", "--queue", "critical", "--id", &go]),
+        &ours,
+    );
+    let info = Client::connect(&url)
+        .await
+        .unwrap()
+        .enqueue(
+            &Task::new("work", b"rs".to_vec()),
+            EnqueueOptions::new()
+                .queue("critical")
+                .process_in(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let ours = inspector.get_task_info("critical", &info.id).await.unwrap();
+    assert_same(
+        &set.peer_ok(&["inspect", "task", "--queue", "critical", "--id", &info.id]),
+        &ours,
+    );
+    let q = inspector.queue_info("critical").await.unwrap();
+    assert_eq!((q.size, q.pending, q.scheduled), (2, 1, 1));
+    assert_same_queue(
+        &set.peer_ok(&["inspect", "queue-info", "--queue", "critical"]),
+        &q,
+    );
+}
+
+fn go_enqueue_on_sentinel(set: &crate::support::cluster::SentinelSet) -> String {
+    go_id(set.peer_ok(&[
+        "enqueue",
+        "--type",
+        "work",
+        "--queue",
+        "critical",
+        "--payload",
+        "go",
+        "--max-retry",
+        "4",
+    ]))
 }
