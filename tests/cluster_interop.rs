@@ -5,8 +5,8 @@
 //! reading what ours reads; Go's Inspector lists our running server. The
 //! queues' keys live on three different masters. One exchange behind
 //! Sentinel checks the peer's `RedisFailoverClientOpt` flags. The
-//! standalone forms of
-//! these checks are `interop.rs` and `server_interop.rs`.
+//! standalone forms of these checks are `interop.rs` and
+//! `server_interop.rs`.
 //!
 //! The Go peer is a blocking process call: the tests run on a
 //! multi-threaded runtime so our server keeps running meanwhile.
