@@ -228,7 +228,7 @@ mod tests {
     }
 
     /// The tag of each odd name (the slots themselves are checked against
-    /// a real cluster's `CLUSTER KEYSLOT` in `tests/cluster_names.rs`).
+    /// a real cluster's `CLUSTER KEYSLOT` in `tests/cluster_queue_names.rs`).
     #[test]
     fn cluster_hash_tags_of_brace_names() {
         assert_eq!(cluster_hash_tag("default"), Some("default"));
