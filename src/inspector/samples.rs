@@ -150,8 +150,11 @@ impl Inspector {
     /// one per poll interval); unparsable samples are skipped. asynqdeck
     /// only (no Go counterpart).
     ///
-    /// Errors: [`Error::InvalidQueueName`]; [`Error::QueueNotFound`];
-    /// [`Error::Redis`].
+    /// Errors: [`Error::InvalidQueueName`](crate::Error::InvalidQueueName),
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name
+    /// a Redis Cluster cannot hold;
+    /// [`Error::QueueNotFound`](crate::Error::QueueNotFound);
+    /// [`Error::Redis`](crate::Error::Redis).
     pub async fn queue_samples(&self, queue: &str) -> Result<Vec<QueueSample>> {
         self.broker.check_queue_name(queue)?;
         let window = chrono::Duration::from_std(SAMPLE_WINDOW).unwrap_or(chrono::Duration::zero());
