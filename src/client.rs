@@ -57,7 +57,8 @@ impl Client {
     /// process-at for scheduled, `None` for aggregating).
     ///
     /// Errors: [`Error::EmptyTaskType`], [`Error::InvalidQueueName`],
-    /// [`Error::EmptyTaskId`], [`Error::UniqueTtlTooShort`],
+    /// [`Error::InvalidArgument`] for a queue name a Redis Cluster cannot
+    /// hold ([`Broker::check_queue_name`]), [`Error::EmptyTaskId`], [`Error::UniqueTtlTooShort`],
     /// [`Error::EmptyGroup`], [`Error::TaskIdConflict`],
     /// [`Error::DuplicateTask`], [`Error::Redis`].
     pub async fn enqueue(&self, task: &Task, options: EnqueueOptions) -> Result<TaskInfo> {
@@ -66,7 +67,7 @@ impl Client {
         }
         let opts = options.or(task.options());
         let queue = opts.queue.unwrap_or_else(|| DEFAULT_QUEUE.to_string());
-        keys::validate_queue_name(&queue).map_err(|_| Error::InvalidQueueName)?;
+        self.broker.check_queue_name(&queue)?;
         let id = match opts.task_id {
             Some(id) if id.trim().is_empty() => return Err(Error::EmptyTaskId),
             Some(id) => id,

@@ -5,6 +5,8 @@ mod support;
 
 mod cli;
 mod client;
+mod cluster_interop;
+mod cluster_queue_names;
 mod dashboard_stats;
 mod engine_broker;
 mod inspector_queues;

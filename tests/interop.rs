@@ -11,14 +11,14 @@ use serde_json::Value;
 
 use crate::support::{self, TestDb};
 
-fn unix(t: Option<chrono::DateTime<chrono::Utc>>) -> i64 {
+pub(crate) fn unix(t: Option<chrono::DateTime<chrono::Utc>>) -> i64 {
     t.map(|t| t.timestamp()).unwrap_or(0)
 }
 
 /// Asserts that Go's view of a task (asynq-peer TaskInfo JSON) equals ours,
 /// field by field. `next_process_at` of a pending task is "now" at read time
 /// on both sides, so it is compared within 2 s.
-fn assert_same(go: &Value, ours: &TaskInfo) {
+pub(crate) fn assert_same(go: &Value, ours: &TaskInfo) {
     assert_eq!(go["id"], ours.id, "id");
     assert_eq!(go["queue"], ours.queue, "queue");
     assert_eq!(go["type"], ours.task_type, "type");

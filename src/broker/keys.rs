@@ -25,6 +25,43 @@ pub fn validate_queue_name(queue: &str) -> Result<(), &'static str> {
     }
 }
 
+/// The hash tag Redis Cluster takes from every key of `queue`, or `None`
+/// when those keys carry none.
+///
+/// The slot rule (Redis Cluster spec, "hash tags"): a key's slot is
+/// CRC16 mod 16384 of the text between its first `{` and the first `}`
+/// after it, when at least one character lies between them; otherwise of
+/// the whole key. Every per-queue key is `asynq:{<queue>}:<suffix>`
+/// ([`queue_prefix`]); `asynq:` holds no brace, so the first `{` is always
+/// the one asynq adds and the tag ends at the first `}` of `<queue>`
+/// itself, or at asynq's closing brace if the name has none:
+///
+/// - no `}` in the name (`default`, `{`, `{x`): the tag is the whole name;
+/// - a `}` after the first character (`x}:y`, `{weird}`, `{}`): the tag is
+///   the name up to that `}` (`x`, `{weird`, `{`): still one slot for
+///   all the queue's keys, shared with any queue named like that prefix;
+/// - a name starting with `}` (`}`, `}x`): the braces enclose nothing, so
+///   each key (`asynq:{}x}:pending`, `asynq:{}x}:t:<id>`, ...) hashes as
+///   a whole, to a slot of its own; every script of the queue is then
+///   refused by a cluster (`CROSSSLOT`).
+///
+/// A blank name (refused everywhere, [`validate_queue_name`]) is `None`.
+pub fn cluster_hash_tag(queue: &str) -> Option<&str> {
+    let tag = match queue.find('}') {
+        Some(end) => &queue[..end],
+        None => queue,
+    };
+    (!tag.is_empty()).then_some(tag)
+}
+
+/// Whether every key of `queue` hashes to one Redis Cluster slot, so the
+/// queue works on a cluster ([`cluster_hash_tag`] is `Some`): false
+/// exactly for a name that is empty or starts with `}`. On one server
+/// (standalone, Sentinel) every non-blank name works, as in Go.
+pub fn cluster_safe_queue_name(queue: &str) -> bool {
+    cluster_hash_tag(queue).is_some()
+}
+
 /// `asynq:{<queue>}:`, the prefix of every per-queue key.
 pub fn queue_prefix(queue: &str) -> String {
     format!("asynq:{{{queue}}}:")
@@ -188,6 +225,24 @@ mod tests {
             unique_key("q", "t", Some(b"")),
             "asynq:{q}:unique:t:d41d8cd98f00b204e9800998ecf8427e"
         );
+    }
+
+    /// The tag of each odd name (the slots themselves are checked against
+    /// a real cluster's `CLUSTER KEYSLOT` in `tests/cluster_queue_names.rs`).
+    #[test]
+    fn cluster_hash_tags_of_brace_names() {
+        assert_eq!(cluster_hash_tag("default"), Some("default"));
+        assert_eq!(cluster_hash_tag("x}:y"), Some("x"));
+        assert_eq!(cluster_hash_tag("{weird}"), Some("{weird"));
+        assert_eq!(cluster_hash_tag("{}"), Some("{"));
+        assert_eq!(cluster_hash_tag("{"), Some("{"));
+        assert_eq!(cluster_hash_tag("{x"), Some("{x"));
+        assert_eq!(cluster_hash_tag("a{b}c"), Some("a{b"));
+        assert_eq!(cluster_hash_tag("}x"), None);
+        assert_eq!(cluster_hash_tag("}"), None);
+        assert_eq!(cluster_hash_tag(""), None);
+        assert!(cluster_safe_queue_name("{}"));
+        assert!(!cluster_safe_queue_name("}x"));
     }
 
     #[test]

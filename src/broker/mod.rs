@@ -146,6 +146,30 @@ impl Broker {
         self.target.topology()
     }
 
+    /// Checks that `queue` can be used on this deployment: not blank
+    /// ([`Error::InvalidQueueName`], Go `base.ValidateQueueName`) and, on
+    /// a Redis Cluster, with keys that share one slot
+    /// ([`keys::cluster_safe_queue_name`]; a name starting with `}` has
+    /// none). On one server every non-blank name passes, as in Go. The one
+    /// check the client, the server's start and the inspector make.
+    ///
+    /// Errors: [`Error::InvalidQueueName`]; [`Error::InvalidArgument`]
+    /// naming the queue for a name a cluster cannot hold (Go asynq
+    /// v0.26.0 sends it and fails with `CROSSSLOT Keys in request don't
+    /// hash to the same slot`).
+    // asynq divergence: COMPATIBILITY.md#q1 (blank names everywhere), COMPATIBILITY.md#c-d1
+    pub fn check_queue_name(&self, queue: &str) -> Result<()> {
+        keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)?;
+        if self.topology() == Topology::Cluster && !keys::cluster_safe_queue_name(queue) {
+            return Err(Error::InvalidArgument(format!(
+                "queue {queue:?} cannot be used on a Redis Cluster: a name starting with '}}' \
+                 leaves its keys (asynq:{{{queue}}}:...) without a hash tag, so they hash to \
+                 different slots and every script on them fails with CROSSSLOT"
+            )));
+        }
+        Ok(())
+    }
+
     /// The last change of master seen behind Sentinel; `None` elsewhere
     /// or when none was seen.
     pub fn last_failover(&self) -> Option<Failover> {

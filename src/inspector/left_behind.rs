@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use super::Inspector;
-use crate::broker::{SweepCount, keys};
+use crate::broker::SweepCount;
 use crate::error::{Error, Result};
 
 /// How much one slice of the left-behind sweep may do
@@ -40,11 +40,6 @@ impl Default for SweepBudget {
     }
 }
 
-/// Rejects a blank queue name with Go's error.
-fn validate_queue(queue: &str) -> Result<()> {
-    keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)
-}
-
 impl Inspector {
     /// Whether task `id` of `queue` is left behind: its hash says scheduled,
     /// retry, archived or completed and that zset does not hold it, or says
@@ -54,7 +49,7 @@ impl Inspector {
     ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::Redis`].
     pub async fn is_left_behind(&self, queue: &str, id: &str) -> Result<bool> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.is_left_behind(queue, id).await
     }
 
@@ -73,7 +68,7 @@ impl Inspector {
         cursor: u64,
         delete: bool,
     ) -> Result<(u64, SweepCount)> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.left_behind_step(queue, cursor, delete).await
     }
 
@@ -95,7 +90,7 @@ impl Inspector {
         cursor: u64,
         delete: bool,
     ) -> Result<(u64, SweepCount)> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         if !self.broker.queue_exists(queue).await? {
             return Err(Error::QueueNotFound {
                 queue: queue.to_string(),

@@ -5,6 +5,11 @@
 //! them, pause queues, list servers and scheduler entries. Precondition errors
 //! match Go's (spec §9). Every path that writes to the archive trims it to
 //! 10,000 tasks and 90 days and deletes the trimmed tasks' hashes (S16).
+//! Every method taking a queue name checks it first with
+//! [`Broker::check_queue_name`](crate::broker::Broker::check_queue_name):
+//! a blank name is refused even where Go does not check
+//! (`COMPATIBILITY.md#q1`), and on a Redis Cluster so is a name whose keys
+//! cannot share a slot (`COMPATIBILITY.md#c-d1`).
 //!
 //! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
 //! `stats.rs` (many queues' statistics at once, with the hints a dashboard

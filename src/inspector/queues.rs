@@ -7,16 +7,8 @@
 //! §9.5–9.8).
 
 use super::Inspector;
-use crate::broker::keys;
 use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 use crate::error::{Error, Result};
-
-/// Rejects a blank queue name with Go's error (also where Go does not check:
-/// `Groups`, `DeleteQueue`).
-// asynq divergence: COMPATIBILITY.md#q1
-fn validate(queue: &str) -> Result<()> {
-    keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)
-}
 
 impl Inspector {
     /// Every queue name, sorted (Go `Inspector.Queues`: `SMEMBERS
@@ -36,7 +28,7 @@ impl Inspector {
     /// [`Error::Corrupt`] (a counter or `pending_since` that is not an
     /// integer), [`Error::Internal`], [`Error::Redis`].
     pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
-        validate(queue)?;
+        self.broker.check_queue_name(queue)?;
         let s = self.broker.queue_stats(queue).await?;
         let memory_usage = self.broker.queue_memory_usage(queue).await?;
         Ok(s.info(queue, memory_usage))
@@ -55,7 +47,7 @@ impl Inspector {
     /// [`Error::Redis`] (also when the server refuses `MEMORY USAGE`, as
     /// some managed services do).
     pub async fn queue_memory_usage(&self, queue: &str) -> Result<i64> {
-        validate(queue)?;
+        self.broker.check_queue_name(queue)?;
         if !self.broker.queue_exists(queue).await? {
             return Err(Error::QueueNotFound {
                 queue: queue.to_string(),
@@ -74,7 +66,7 @@ impl Inspector {
     /// [`Error::QueueNotFound`]; [`Error::Corrupt`] (a counter that is not an
     /// integer); [`Error::Redis`].
     pub async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>> {
-        validate(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.daily_stats(queue, days).await
     }
 
@@ -85,7 +77,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`] (Go does not validate here),
     /// [`Error::Internal`], [`Error::Redis`].
     pub async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>> {
-        validate(queue)?;
+        self.broker.check_queue_name(queue)?;
         let mut groups = self.broker.group_stats(queue).await?;
         // asynq divergence: COMPATIBILITY.md#q2
         groups.sort_by(|a, b| a.group.cmp(&b.group));
@@ -100,7 +92,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`]; [`Error::FailedPrecondition`]
     /// `queue "<q>" is already paused`; [`Error::Redis`].
     pub async fn pause_queue(&self, queue: &str) -> Result<()> {
-        validate(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.pause_queue(queue).await
     }
 
@@ -110,7 +102,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`]; [`Error::FailedPrecondition`]
     /// `queue "<q>" is not paused`; [`Error::Redis`].
     pub async fn unpause_queue(&self, queue: &str) -> Result<()> {
-        validate(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.unpause_queue(queue).await
     }
 
@@ -134,7 +126,7 @@ impl Inspector {
     /// `cannot remove queue with active tasks` (forced); [`Error::Internal`];
     /// [`Error::Redis`].
     pub async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
-        validate(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.delete_queue(queue, force).await
     }
 }

@@ -17,8 +17,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::Inspector;
-use crate::broker::{SAMPLE_WINDOW, keys};
-use crate::error::{Error, Result};
+use crate::broker::SAMPLE_WINDOW;
+use crate::error::Result;
 
 /// The span the "growing fast" decision looks at: 5 minutes.
 pub const FAST_GROWTH_WINDOW: Duration = Duration::from_secs(5 * 60);
@@ -150,10 +150,13 @@ impl Inspector {
     /// one per poll interval); unparsable samples are skipped. asynqdeck
     /// only (no Go counterpart).
     ///
-    /// Errors: [`Error::InvalidQueueName`]; [`Error::QueueNotFound`];
-    /// [`Error::Redis`].
+    /// Errors: [`Error::InvalidQueueName`](crate::Error::InvalidQueueName),
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name
+    /// a Redis Cluster cannot hold;
+    /// [`Error::QueueNotFound`](crate::Error::QueueNotFound);
+    /// [`Error::Redis`](crate::Error::Redis).
     pub async fn queue_samples(&self, queue: &str) -> Result<Vec<QueueSample>> {
-        keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)?;
+        self.broker.check_queue_name(queue)?;
         let window = chrono::Duration::from_std(SAMPLE_WINDOW).unwrap_or(chrono::Duration::zero());
         let since = self.broker.now() - window;
         let rows = self.broker.queue_samples(queue, since).await?;

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 
 use super::Inspector;
-use crate::broker::keys;
 use crate::broker::{KeyKinds, QueueInfo, StatsRequest, StatsTracking};
 use crate::error::{Error, Result};
 
@@ -92,7 +91,10 @@ impl Inspector {
     /// in the order given. asynqdeck only (Go reads queue by queue).
     ///
     /// A queue that cannot be read does not fail the others: its row holds
-    /// the error ([`Error::InvalidQueueName`], [`Error::QueueNotFound`] when
+    /// the error ([`Error::InvalidQueueName`], [`Error::InvalidArgument`]
+    /// for a name a Redis Cluster cannot hold, read by no script
+    /// ([`Broker::check_queue_name`](crate::broker::Broker::check_queue_name)),
+    /// [`Error::QueueNotFound`] when
     /// it was deleted since listed, [`Error::Corrupt`], [`Error::Redis`] for
     /// a key of the wrong type, with Redis's text). The samples are those
     /// of the last hour ([`SAMPLE_WINDOW`](crate::broker::SAMPLE_WINDOW))
@@ -165,7 +167,7 @@ impl Inspector {
     ) -> Result<(Vec<QueueStatsRow>, Vec<String>, usize)> {
         let valid: Vec<String> = queues
             .iter()
-            .filter(|q| keys::validate_queue_name(q).is_ok())
+            .filter(|q| self.broker.check_queue_name(q).is_ok())
             .cloned()
             .collect();
         let window = chrono::Duration::from_std(crate::broker::SAMPLE_WINDOW)
@@ -185,10 +187,10 @@ impl Inspector {
         let mut read = read.entries.into_iter();
         let mut rows = Vec::with_capacity(queues.len());
         for queue in queues {
-            if keys::validate_queue_name(queue).is_err() {
+            if let Err(e) = self.broker.check_queue_name(queue) {
                 rows.push(QueueStatsRow {
                     queue: queue.clone(),
-                    info: Err(Error::InvalidQueueName),
+                    info: Err(e),
                     samples: with_samples.then(|| Ok(Vec::new())),
                 });
                 continue;
@@ -220,7 +222,8 @@ impl Inspector {
     /// check: a queue that does not exist estimates 0), one Redis script
     /// call per 10 queues, so Redis is never busy with one call for long.
     /// One `(queue, estimate)` per queue, in the order given; a queue whose
-    /// estimate fails ([`Error::InvalidQueueName`], [`Error::Redis`] for a
+    /// estimate fails ([`Error::InvalidQueueName`], [`Error::InvalidArgument`]
+    /// as in [`Inspector::queues_stats`], [`Error::Redis`] for a
     /// key of the wrong type or a refused `MEMORY USAGE`) does not fail the
     /// others. asynqdeck only.
     ///
@@ -232,14 +235,14 @@ impl Inspector {
     ) -> Result<Vec<(String, Result<i64>)>> {
         let valid: Vec<String> = queues
             .iter()
-            .filter(|q| keys::validate_queue_name(q).is_ok())
+            .filter(|q| self.broker.check_queue_name(q).is_ok())
             .cloned()
             .collect();
         let mut read = self.broker.queues_memory_usage(&valid).await?.into_iter();
         let mut out = Vec::with_capacity(queues.len());
         for queue in queues {
-            if keys::validate_queue_name(queue).is_err() {
-                out.push((queue.clone(), Err(Error::InvalidQueueName)));
+            if let Err(e) = self.broker.check_queue_name(queue) {
+                out.push((queue.clone(), Err(e)));
                 continue;
             }
             out.push(read.next().ok_or_else(|| {

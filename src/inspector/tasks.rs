@@ -18,8 +18,8 @@ use chrono::{DateTime, Utc};
 
 use super::Inspector;
 use super::actions::{TaskAction, allowed_for_container};
+use crate::broker::Page;
 use crate::broker::proto::TaskMessage;
-use crate::broker::{Page, keys};
 use crate::error::{Error, Result};
 use crate::task::{TaskInfo, TaskState};
 
@@ -59,13 +59,6 @@ impl TaskRow {
             TaskRow::Corrupt { .. } => None,
         }
     }
-}
-
-/// Rejects a blank queue name with Go's error (also in `get_task_info`,
-/// where Go does not check).
-// asynq divergence: COMPATIBILITY.md#q1
-fn validate_queue(queue: &str) -> Result<()> {
-    keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)
 }
 
 /// A listed task as a row (wire spec §9.1, §11): `NextProcessAt` is `now`
@@ -132,7 +125,7 @@ impl Inspector {
         state: TaskState,
         page: Page,
     ) -> Result<Vec<TaskRow>> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         // A bad page is reported before a bad state (the broker checks it
         // again where it computes the ranges).
         page.validate()?;
@@ -156,7 +149,7 @@ impl Inspector {
         group: &str,
         page: Page,
     ) -> Result<Vec<TaskRow>> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.list_container(queue, TaskState::Aggregating, Some(group), page)
             .await
     }
@@ -192,7 +185,7 @@ impl Inspector {
     /// state string, [`Error::Corrupt`] when msg does not decode,
     /// [`Error::Redis`].
     pub async fn get_task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         let found = self.broker.task_info(queue, id).await?;
         let now = self.broker.now();
         let next = match found.state {
@@ -225,7 +218,7 @@ impl Inspector {
     /// a state whose container does not hold it; R12, delete it instead),
     /// [`Error::Corrupt`] (unknown state), [`Error::Redis`].
     pub async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.run_task(queue, id).await
     }
 
@@ -243,7 +236,7 @@ impl Inspector {
     /// use CancelProcessing instead.` and for a left-behind task (R12),
     /// [`Error::Corrupt`] (unknown state), [`Error::Redis`].
     pub async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.archive_task(queue, id).await
     }
 
@@ -261,7 +254,7 @@ impl Inspector {
     /// aggregating task an aggregation set holds, [`Error::Corrupt`]
     /// (unknown state), [`Error::Redis`].
     pub async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker.delete_task(queue, id).await
     }
 
@@ -273,7 +266,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
     /// any other state, [`Error::QueueNotFound`], [`Error::Redis`].
     pub async fn run_all(&self, queue: &str, state: TaskState) -> Result<u64> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         if !allowed_for_container(TaskAction::Run, state) {
             return Err(Error::InvalidArgument(format!(
                 "cannot run all {state} tasks: only scheduled, retry and archived"
@@ -289,7 +282,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::Redis`].
     pub async fn run_all_aggregating(&self, queue: &str, group: &str) -> Result<u64> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker
             .run_all_tasks(queue, TaskState::Aggregating, Some(group))
             .await
@@ -304,7 +297,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
     /// any other state, [`Error::QueueNotFound`], [`Error::Redis`].
     pub async fn archive_all(&self, queue: &str, state: TaskState) -> Result<u64> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         if !allowed_for_container(TaskAction::Archive, state) {
             return Err(Error::InvalidArgument(format!(
                 "cannot archive all {state} tasks: only pending, scheduled and retry"
@@ -321,7 +314,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::Redis`].
     pub async fn archive_all_aggregating(&self, queue: &str, group: &str) -> Result<u64> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker
             .archive_all_tasks(queue, TaskState::Aggregating, Some(group))
             .await
@@ -334,7 +327,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
     /// active and aggregating, [`Error::QueueNotFound`], [`Error::Redis`].
     pub async fn delete_all(&self, queue: &str, state: TaskState) -> Result<u64> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         if !allowed_for_container(TaskAction::Delete, state) {
             return Err(Error::InvalidArgument(format!(
                 "cannot delete all {state} tasks: only pending, scheduled, retry, archived and completed"
@@ -350,7 +343,7 @@ impl Inspector {
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::Redis`].
     pub async fn delete_all_aggregating(&self, queue: &str, group: &str) -> Result<u64> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         self.broker
             .delete_all_tasks(queue, TaskState::Aggregating, Some(group))
             .await
@@ -371,7 +364,7 @@ impl Inspector {
         id: &str,
         payload: Vec<u8>,
     ) -> Result<TaskInfo> {
-        validate_queue(queue)?;
+        self.broker.check_queue_name(queue)?;
         let (msg, score, result) = self.broker.update_task_payload(queue, id, &payload).await?;
         let next = score.and_then(|s| DateTime::from_timestamp(s, 0));
         Ok(TaskInfo::from_message(

@@ -295,7 +295,12 @@ impl Server {
 
     /// Runs until SIGINT or SIGTERM, or until [`ShutdownHandle::shutdown`],
     /// then shuts down gracefully (Go `Server.Run`). Errors with
-    /// [`Error::Redis`](crate::Error::Redis) when Redis is unreachable at start.
+    /// [`Error::Redis`](crate::Error::Redis) when Redis is unreachable at
+    /// start, and before starting anything with
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming a
+    /// configured queue a Redis Cluster cannot hold
+    /// ([`Broker::check_queue_name`]; Go starts and logs `Dequeue error:
+    /// ... CROSSSLOT ...` at most every 3 s, processing nothing from it).
     pub async fn run(self, handler: impl Handler) -> Result<()> {
         self.run_until(handler, shutdown_signal()).await
     }
@@ -326,6 +331,12 @@ impl Server {
         let c = &self.config;
         let order = queue_order::QueueOrder::new(&c.queues, c.strict_priority);
         let queues = order.names();
+        // Go skips only blank names (its order already has); a name a
+        // cluster cannot hold would fail every fetch with CROSSSLOT, so the
+        // start fails instead (COMPATIBILITY.md#c-d1).
+        for q in &queues {
+            self.broker.check_queue_name(q)?;
+        }
         let queue_map: BTreeMap<String, i32> = c
             .queues
             .iter()

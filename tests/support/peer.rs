@@ -1,74 +1,131 @@
 //! The Go asynq v0.26.0 peer (`interop/cmd/asynq-peer`) the interop tests
-//! run against a test database: built once per test binary ([`go_peer`]),
-//! run to its end ([`TestDb::peer`], [`TestDb::peer_lines`]) or in the
-//! background ([`TestDb::peer_spawn`], killed with its [`PeerProcess`]).
+//! run against a test database, a local Redis Cluster or a Sentinel set
+//! (`peer_calls!`): built once per test binary ([`go_peer`]), run to its
+//! end (`peer`, `peer_lines`) or in the
+//! background (`peer_spawn`, killed with its [`PeerProcess`]).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+use super::cluster::{LocalCluster, SentinelSet};
 use super::redis::TestDb;
 
-impl TestDb {
-    /// `asynq-peer --redis 127.0.0.1:<port> --db <db> <args>`.
-    fn peer_command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(go_peer());
-        cmd.args(["--redis", &format!("127.0.0.1:{}", self.port)])
-            .args(["--db", &self.db.to_string()])
-            .args(args);
-        cmd
-    }
+/// `asynq-peer <global> <args>`.
+fn peer_command(global: &[String], args: &[&str]) -> Command {
+    let mut cmd = Command::new(go_peer());
+    cmd.args(global).args(args);
+    cmd
+}
 
-    /// Runs the Go peer against this database and parses its JSON output.
-    /// Returns `Err(json)` when the peer exits non-zero with an error object.
-    pub fn peer(&self, args: &[&str]) -> Result<serde_json::Value, serde_json::Value> {
-        let out = self
-            .peer_command(args)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run asynq-peer");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let value: serde_json::Value = serde_json::from_str(text.trim())
-            .unwrap_or_else(|e| panic!("asynq-peer {args:?} printed non-JSON ({e}): {text}"));
-        if out.status.success() {
-            Ok(value)
-        } else {
-            Err(value)
+/// Runs the peer to its end and parses its one JSON document; `Err(json)`
+/// when it exits non-zero with an error object.
+fn run_json(global: &[String], args: &[&str]) -> Result<serde_json::Value, serde_json::Value> {
+    let out = peer_command(global, args)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run asynq-peer");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value: serde_json::Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("asynq-peer {args:?} printed non-JSON ({e}): {text}"));
+    if out.status.success() {
+        Ok(value)
+    } else {
+        Err(value)
+    }
+}
+
+/// Runs the peer to its end and parses its JSON lines (`work`, `schedule`).
+fn run_lines(global: &[String], args: &[&str]) -> Vec<serde_json::Value> {
+    let out = peer_command(global, args)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run asynq-peer");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "asynq-peer {args:?} failed: {text}");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line ({e}): {l}")))
+        .collect()
+}
+
+/// Starts the peer in the background with stdout piped.
+fn spawn(global: &[String], args: &[&str]) -> PeerProcess {
+    let child = peer_command(global, args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn asynq-peer");
+    PeerProcess(child)
+}
+
+/// The calls on the peer for a deployment type with an inherent
+/// `peer_globals(&self) -> Vec<String>` (one implementation for a test
+/// database, a local cluster and a sentinel set; inherent, so callers
+/// import nothing).
+macro_rules! peer_calls {
+    ($ty:ty) => {
+        impl $ty {
+            /// Runs the Go peer and parses its JSON output. Returns
+            /// `Err(json)` when the peer exits non-zero with an error object.
+            pub fn peer(&self, args: &[&str]) -> Result<serde_json::Value, serde_json::Value> {
+                run_json(&self.peer_globals(), args)
+            }
+
+            /// Runs a Go peer command that prints one JSON document per
+            /// line (`work`, `schedule`) to its end and returns the lines.
+            pub fn peer_lines(&self, args: &[&str]) -> Vec<serde_json::Value> {
+                run_lines(&self.peer_globals(), args)
+            }
+
+            /// Starts a long-running Go peer command (`work`) in the
+            /// background; the returned guard kills it when dropped.
+            pub fn peer_spawn(&self, args: &[&str]) -> PeerProcess {
+                spawn(&self.peer_globals(), args)
+            }
+
+            /// Like `peer` but panics on a peer error.
+            pub fn peer_ok(&self, args: &[&str]) -> serde_json::Value {
+                self.peer(args)
+                    .unwrap_or_else(|e| panic!("asynq-peer {args:?} failed: {e}"))
+            }
         }
-    }
+    };
+}
 
-    /// Runs a Go peer command that prints one JSON document per line
-    /// (`work`, `schedule`) to its end and returns the lines.
-    pub fn peer_lines(&self, args: &[&str]) -> Vec<serde_json::Value> {
-        let out = self
-            .peer_command(args)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run asynq-peer");
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "asynq-peer {args:?} failed: {text}");
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line ({e}): {l}")))
-            .collect()
-    }
+peer_calls!(TestDb);
+peer_calls!(LocalCluster);
+peer_calls!(SentinelSet);
 
-    /// Starts a long-running Go peer command (`work`) in the background; the
-    /// returned guard kills it when dropped.
-    pub fn peer_spawn(&self, args: &[&str]) -> PeerProcess {
-        let child = self
-            .peer_command(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn asynq-peer");
-        PeerProcess(child)
+impl TestDb {
+    /// `--redis 127.0.0.1:<port> --db <db>` (Go `RedisClientOpt`).
+    pub fn peer_globals(&self) -> Vec<String> {
+        vec![
+            "--redis".into(),
+            format!("127.0.0.1:{}", self.port),
+            "--db".into(),
+            self.db.to_string(),
+        ]
     }
+}
 
-    /// Like [`TestDb::peer`] but panics on a peer error.
-    pub fn peer_ok(&self, args: &[&str]) -> serde_json::Value {
-        self.peer(args)
-            .unwrap_or_else(|e| panic!("asynq-peer {args:?} failed: {e}"))
+impl LocalCluster {
+    /// `--cluster-nodes 127.0.0.1:p1,...` (Go `RedisClusterClientOpt`).
+    pub fn peer_globals(&self) -> Vec<String> {
+        vec!["--cluster-nodes".into(), self.nodes()]
+    }
+}
+
+impl SentinelSet {
+    /// `--sentinel-addrs 127.0.0.1:s1,... --sentinel-master deckmaster`
+    /// (Go `RedisFailoverClientOpt`).
+    pub fn peer_globals(&self) -> Vec<String> {
+        vec![
+            "--sentinel-addrs".into(),
+            self.addrs(),
+            "--sentinel-master".into(),
+            SentinelSet::MASTER.into(),
+        ]
     }
 }
 

@@ -5,6 +5,12 @@
 // Usage:
 //
 //	asynq-peer --redis HOST:PORT [--db N] <subcommand> [flags]
+//	asynq-peer --cluster-nodes HOST:PORT,HOST:PORT [--password PW] <subcommand> [flags]
+//	asynq-peer --sentinel-addrs HOST:PORT,... --sentinel-master NAME
+//	           [--sentinel-password PW] [--password PW] [--db N] <subcommand> [flags]
+//
+// The first form uses asynq.RedisClientOpt, the second
+// asynq.RedisClusterClientOpt, the third asynq.RedisFailoverClientOpt.
 //
 // Every invocation prints exactly one JSON document on stdout, except
 // "work" and "schedule" which print one JSON document per line. On error it
@@ -16,11 +22,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/hibiken/asynq"
 )
 
 const usage = `usage: asynq-peer --redis HOST:PORT [--db N] <command> [flags]
+       asynq-peer --cluster-nodes H:P,H:P [--password PW] <command> [flags]
+       asynq-peer --sentinel-addrs H:P,H:P --sentinel-master NAME
+                  [--sentinel-password PW] [--password PW] [--db N] <command> [flags]
 
 commands:
   enqueue    enqueue one task with asynq.Client and print its TaskInfo
@@ -38,21 +48,25 @@ func main() {
 func run(args []string) int {
 	global := flag.NewFlagSet("asynq-peer", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
-	redisAddr := global.String("redis", "", "Redis address HOST:PORT (required)")
-	db := global.Int("db", 0, "Redis database number")
+	redisAddr := global.String("redis", "", "Redis address HOST:PORT (asynq.RedisClientOpt)")
+	db := global.Int("db", 0, "Redis database number (standalone and sentinel)")
+	clusterNodes := global.String("cluster-nodes", "", "cluster seed nodes HOST:PORT,... (asynq.RedisClusterClientOpt)")
+	sentinelAddrs := global.String("sentinel-addrs", "", "sentinels HOST:PORT,... (asynq.RedisFailoverClientOpt)")
+	sentinelMaster := global.String("sentinel-master", "", "master name monitored by the sentinels")
+	sentinelPassword := global.String("sentinel-password", "", "password of the sentinels")
+	password := global.String("password", "", "password of the Redis server(s)")
 	if err := global.Parse(args); err != nil {
 		return fail(usageErr("%v", err))
-	}
-	if *redisAddr == "" {
-		return fail(usageErr("--redis HOST:PORT is required"))
 	}
 	rest := global.Args()
 	if len(rest) == 0 {
 		return fail(usageErr("missing command\n%s", usage))
 	}
-	conn := asynq.RedisClientOpt{Addr: *redisAddr, DB: *db}
+	conn, err := connOpt(*redisAddr, *db, *clusterNodes, *sentinelAddrs, *sentinelMaster, *sentinelPassword, *password)
+	if err != nil {
+		return fail(err)
+	}
 
-	var err error
 	switch cmd, cmdArgs := rest[0], rest[1:]; cmd {
 	case "enqueue":
 		err = cmdEnqueue(conn, cmdArgs)
@@ -71,6 +85,47 @@ func run(args []string) int {
 		return fail(err)
 	}
 	return 0
+}
+
+// connOpt picks the asynq connection option named by exactly one of
+// --redis, --cluster-nodes and --sentinel-addrs.
+func connOpt(addr string, db int, clusterNodes, sentinelAddrs, master, sentinelPassword, password string) (asynq.RedisConnOpt, error) {
+	n := 0
+	for _, s := range []string{addr, clusterNodes, sentinelAddrs} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, usageErr("exactly one of --redis, --cluster-nodes and --sentinel-addrs is required")
+	}
+	switch {
+	case clusterNodes != "":
+		return asynq.RedisClusterClientOpt{Addrs: splitAddrs(clusterNodes), Password: password}, nil
+	case sentinelAddrs != "":
+		if master == "" {
+			return nil, usageErr("--sentinel-addrs needs --sentinel-master")
+		}
+		return asynq.RedisFailoverClientOpt{
+			MasterName:       master,
+			SentinelAddrs:    splitAddrs(sentinelAddrs),
+			SentinelPassword: sentinelPassword,
+			Password:         password,
+			DB:               db,
+		}, nil
+	}
+	return asynq.RedisClientOpt{Addr: addr, Password: password, DB: db}, nil
+}
+
+// splitAddrs splits "h:p,h:p" into its non-empty, trimmed parts.
+func splitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // usageErr builds an error for bad command-line input; it is reported with
