@@ -6,6 +6,7 @@ mod support;
 mod cli;
 mod client;
 mod dashboard_stats;
+mod demo_topology;
 mod engine_broker;
 mod inspector_queues;
 mod inspector_tasks;
