@@ -3,6 +3,7 @@
 
 mod support;
 
+mod acl_topology;
 mod cli;
 mod client;
 mod dashboard_stats;
