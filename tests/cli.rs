@@ -251,19 +251,73 @@ fn bad_flags_are_refused() {
         resolve_err(&["asynqdeck", "--redis-client-cert", "c.pem"]).contains("--redis-client-key")
     );
     assert!(resolve_err(&["asynqdeck", "--root-path", "/a b"]).contains("--root-path"));
-    assert!(
-        resolve_err(&["asynqdeck", "--redis-url", "redis-sentinel://h:26379"]).contains("Sentinel")
+    assert_eq!(
+        resolve_err(&["asynqdeck", "--redis-sentinel-addrs", "h:26379"]),
+        "--redis-sentinel-addrs needs --redis-sentinel-master"
+    );
+    assert_eq!(
+        resolve_err(&[
+            "asynqdeck",
+            "--redis-cluster-nodes",
+            "a:1",
+            "--redis-sentinel-addrs",
+            "h:26379",
+            "--redis-sentinel-master",
+            "m"
+        ]),
+        "give --redis-cluster-nodes or --redis-sentinel-addrs, not both"
     );
 }
 
-/// `--redis-cluster-nodes` (asynqmon) is accepted by the parser but refused
-/// with a message saying cluster mode is not supported yet — never ignored.
+/// `--redis-cluster-nodes` (asynqmon) names the cluster's seed nodes; it
+/// beats `--redis-url` with a warning; the sentinel flags name the
+/// sentinels and the master, with the master's credentials and database
+/// from `--redis-username`, `--redis-password` and `--redis-db`.
 #[test]
-fn redis_cluster_nodes_is_refused() {
-    let args = parse(&["asynqdeck", "--redis-cluster-nodes", "a:7000,b:7001"]);
-    let err = args.resolve().unwrap_err();
-    assert!(err.contains("Redis Cluster is not supported yet"), "{err}");
-    assert!(err.contains("a:7000,b:7001"), "{err}");
+fn redis_cluster_and_sentinel_flags() {
+    let c = parse(&[
+        "asynqdeck",
+        "--redis-cluster-nodes",
+        "a:7000, b:7001",
+        "--redis-url",
+        "redis://h:1",
+        "--redis-password",
+        "pw",
+    ])
+    .resolve()
+    .unwrap();
+    assert_eq!(c.redis.cluster_nodes, ["a:7000", "b:7001"]);
+    assert_eq!(c.redis.password.as_deref(), Some("pw"));
+    assert_eq!(c.redis.display_address(), "cluster a:7000,b:7001");
+    assert_eq!(
+        c.warnings,
+        ["--redis-url/--redis-addr ignored: --redis-cluster-nodes is set and takes precedence"]
+    );
+    let c = parse(&[
+        "asynqdeck",
+        "--redis-sentinel-addrs",
+        "s1:26379,s2:26380",
+        "--redis-sentinel-master",
+        "mymaster",
+        "--redis-sentinel-password",
+        "spw",
+        "--redis-username",
+        "deck",
+        "--redis-db",
+        "2",
+    ])
+    .resolve()
+    .unwrap();
+    let s = c.redis.sentinel.clone().unwrap();
+    assert_eq!(s.addrs, ["s1:26379", "s2:26380"]);
+    assert_eq!(s.master, "mymaster");
+    assert_eq!(s.password.as_deref(), Some("spw"));
+    assert_eq!(c.redis.username.as_deref(), Some("deck"));
+    assert_eq!(c.redis.db, Some(2));
+    assert_eq!(
+        c.redis.display_address(),
+        "sentinel s1:26379,s2:26380 master mymaster"
+    );
     assert!(matches!(
         Cli::try_parse_from(["asynqdeck", "serve"]).unwrap().command,
         Some(Command::Serve(_))
@@ -373,8 +427,8 @@ fn environment_variables() {
     assert!(out.contains("max_payload_length: 9,"), "{out}");
 }
 
-/// Exit code 2 with clap's message for bad flags and bad variables; the
-/// cluster refusal too.
+/// Exit code 2 with clap's message for bad flags and bad variables, and
+/// for sentinels without a master name.
 #[test]
 fn bad_flags_exit_2() {
     let out = run_bin(&[], &["serve", "--poll-interval", "soon"]);
@@ -382,10 +436,13 @@ fn bad_flags_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid duration \"soon\""));
     let out = run_bin(&[("REDIS_DB", "x")], &["serve"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = run_bin(&[("REDIS_CLUSTER_NODES", "a:1,b:2")], &["serve"]);
+    let out = run_bin(&[("REDIS_SENTINEL_ADDRS", "a:1,b:2")], &["serve"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("Redis Cluster is not supported yet"), "{err}");
+    assert!(
+        err.contains("--redis-sentinel-addrs needs --redis-sentinel-master"),
+        "{err}"
+    );
 }
 
 // -------------------------------------------------------------- end to end

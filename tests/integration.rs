@@ -3,11 +3,13 @@
 
 mod support;
 
+mod acl_topology;
 mod cli;
 mod client;
 mod cluster_interop;
 mod cluster_queue_names;
 mod dashboard_stats;
+mod demo_topology;
 mod engine_broker;
 mod inspector_queues;
 mod inspector_tasks;

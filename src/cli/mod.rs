@@ -7,7 +7,7 @@
 //! touching the network, and [`serve`] (in [`crate::app`], re-exported
 //! here) runs it, so both are testable in-process. `demo` runs through
 //! [`crate::demo::run`]. Files: `serve_args.rs` (the `serve` flags and
-//! their resolution), `values.rs` (value parsers: durations, root path,
+//! their resolution), `demo_args.rs` (the `demo` flags), `values.rs` (value parsers: durations, root path,
 //! host names, basic auth).
 //!
 //! Every flag is also an environment variable. asynqmon's flags and
@@ -24,25 +24,27 @@
 //! such variables before parsing; see [`Cli::env_names`]). Differences:
 //! `--listen` defaults to 127.0.0.1:8080 (asynqmon binds every interface;
 //! `--port N` still does); an invalid value in a variable is an error, where
-//! asynqmon silently falls back to the default; Redis Cluster and Sentinel
-//! are refused with a message.
+//! asynqmon silently falls back to the default. Redis Cluster
+//! (`--redis-cluster-nodes`, `redis-cluster://`) and Sentinel
+//! (`--redis-sentinel-*`, `redis-sentinel://`) work for `serve` and `demo`.
 //!
 //! Exit codes: 0 after SIGINT/SIGTERM, 2 for bad flags (clap's usage
 //! errors and [`ServeArgs::resolve`] errors), 1 when Redis does not answer,
 //! the listen address cannot be bound, or a TLS file cannot be read.
 
+mod demo_args;
 mod serve_args;
 mod values;
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
-use std::time::Duration;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 pub use crate::app::{ServeConfig, ServeError, serve, serve_with};
 pub use crate::server::shutdown_signal;
+pub use demo_args::DemoArgs;
 pub use serve_args::ServeArgs;
 pub use values::parse_duration;
 
@@ -102,33 +104,11 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Run the demo: dashboard, embedded engine, workers whose handlers act
     /// out the retry stories (network errors, partner outages, rate limits,
-    /// invalid orders, duplicates, panics) and a producer. Uses --redis-url,
-    /// else 127.0.0.1:6379 when it answers, else a private redis-server.
+    /// invalid orders, duplicates, panics) and a producer. Uses --redis-url
+    /// (or --redis-cluster-nodes, or --redis-sentinel-addrs with
+    /// --redis-sentinel-master), else 127.0.0.1:6379 when it answers, else a
+    /// private redis-server.
     Demo(DemoArgs),
-}
-
-/// Flags of `asynqdeck demo`.
-#[derive(Clone, Debug, Args)]
-pub struct DemoArgs {
-    /// Redis URL to use (the demo writes tasks into it) [default: 127.0.0.1:6379
-    /// if it answers, else a private redis-server started for the demo].
-    #[arg(long, value_name = "URL")]
-    pub redis_url: Option<String>,
-    /// Address of the dashboard.
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
-    pub listen: SocketAddr,
-    /// Dashboard refresh interval.
-    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
-    pub poll_interval: Duration,
-    /// Time between the webhook partner's outages.
-    #[arg(long, default_value = "3m", value_parser = parse_duration, value_name = "DURATION")]
-    pub outage_every: Duration,
-    /// Length of each outage.
-    #[arg(long, default_value = "1m", value_parser = parse_duration, value_name = "DURATION")]
-    pub outage_for: Duration,
-    /// Tasks enqueued per second.
-    #[arg(long, default_value_t = 8, value_name = "N")]
-    pub rate: u32,
 }
 
 /// Runs a parsed command line to its end: resolves the flags (exiting 2 with
@@ -137,8 +117,14 @@ pub struct DemoArgs {
 /// returns exit code 1 when serving fails.
 pub fn main(cli: Cli) -> ExitCode {
     if let Some(Command::Demo(d)) = &cli.command {
+        let redis = match d.redis_options() {
+            Ok(r) => r,
+            Err(msg) => Cli::command()
+                .error(clap::error::ErrorKind::ValueValidation, msg)
+                .exit(),
+        };
         let opts = crate::demo::DemoOptions {
-            redis_url: d.redis_url.clone(),
+            redis,
             listen: d.listen,
             poll_interval: d.poll_interval,
             workload: crate::demo::DemoConfig {

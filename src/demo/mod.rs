@@ -1,7 +1,12 @@
 //! `asynqdeck demo`: the dashboard, the embedded engine, workers running the
 //! demo handlers, and a producer, on one Redis (issue 5).
 //!
-//! With no `--redis-url` it uses the Redis on 127.0.0.1:6379 when one
+//! It runs unchanged on a standalone Redis, a Redis Cluster
+//! (`--redis-cluster-nodes`, `redis-cluster://`) and behind Sentinel
+//! (`redis-sentinel://`, `--redis-sentinel-*`): the same queues (on a
+//! 3-master cluster made by `redis-cli --cluster create`, `critical` and
+//! `default` hash to the second master, `low` to the third), the same
+//! handlers and producer. With no Redis named it uses the Redis on 127.0.0.1:6379 when one
 //! answers there and holds no asynq queue yet (so it never runs its fake
 //! handlers on real work), else starts a private `redis-server` child on a
 //! free port (gone when the demo stops). Within two minutes every tab has rows; a
@@ -30,8 +35,9 @@ use crate::web::WebConfig;
 /// Settings of `asynqdeck demo`.
 #[derive(Clone, Debug)]
 pub struct DemoOptions {
-    /// Redis to use; `None`: 127.0.0.1:6379 if it answers, else a private server.
-    pub redis_url: Option<String>,
+    /// Redis to use (a standalone server, a Cluster or a Sentinel-managed
+    /// master); `None`: 127.0.0.1:6379 if it answers, else a private server.
+    pub redis: Option<ConnectOptions>,
     /// Address of the dashboard.
     pub listen: SocketAddr,
     /// Dashboard poll interval (also the outage sampler's).
@@ -47,26 +53,34 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let mut _child = None;
-    let url = match &opts.redis_url {
-        Some(url) => url.clone(),
+    let redis = match &opts.redis {
+        Some(redis) => redis.clone(),
         None if default_redis_answers().await => {
             println!(
                 "demo: using the Redis at 127.0.0.1:6379 (pass --redis-url to choose another)"
             );
-            crate::broker::DEFAULT_REDIS_URL.to_string()
+            ConnectOptions::new(crate::broker::DEFAULT_REDIS_URL)
         }
         None => {
             let child = redis_child::RedisChild::start().map_err(ServeError::Config)?;
             let url = child.url();
             println!("demo: started a private redis-server at {url} (stopped with the demo)");
             _child = Some(child);
-            url
+            ConnectOptions::new(url)
         }
     };
-    let broker = Broker::connect(&url).await.map_err(|e| ServeError::Redis {
-        address: url.clone(),
-        reason: e.to_string(),
+    let broker = Broker::connect_with(&redis).await.map_err(|e| match e {
+        crate::Error::InvalidArgument(m) => ServeError::Config(m),
+        other => ServeError::Redis {
+            address: redis.display_address(),
+            reason: other.to_string(),
+        },
     })?;
+    println!(
+        "demo: Redis {} ({:?})",
+        redis.display_address(),
+        broker.topology()
+    );
     let partner = Arc::new(Partner::default());
     let stop = CancellationToken::new();
 
@@ -84,7 +98,7 @@ pub async fn run(
 
     let config = ServeConfig {
         listen: opts.listen,
-        redis: ConnectOptions::new(url.clone()),
+        redis,
         redis_tls_ca: None,
         redis_client_cert: None,
         web: WebConfig {
