@@ -231,9 +231,11 @@ impl ServeArgs {
             return Err("--redis-sentinel-addrs needs --redis-sentinel-master".to_string());
         }
         if !cluster_nodes.is_empty() || !sentinel_addrs.is_empty() {
-            let mut opts = ConnectOptions::default();
-            opts.password = self.redis_password.clone().filter(|p| !p.is_empty());
-            opts.username = non_empty(&self.redis_username).map(str::to_string);
+            let mut opts = ConnectOptions {
+                password: self.redis_password.clone().filter(|p| !p.is_empty()),
+                username: non_empty(&self.redis_username).map(str::to_string),
+                ..ConnectOptions::default()
+            };
             if !cluster_nodes.is_empty() {
                 if self.redis_url.is_some() || self.redis_addr.is_some() {
                     warnings.push(

@@ -32,7 +32,7 @@ pub enum Topology {
 /// An opened description of the deployment, kept by the broker.
 pub(crate) enum Target {
     Single(redis::Client),
-    Cluster(ClusterTarget),
+    Cluster(Box<ClusterTarget>),
     Sentinel(Arc<SentinelResolver>),
 }
 
@@ -172,7 +172,9 @@ impl ConnectOptions {
         let (topology, sentinel) = self.topology()?;
         match topology {
             Topology::Standalone => Ok(Target::Single(self.client()?)),
-            Topology::Cluster => self.cluster_target().map(Target::Cluster),
+            Topology::Cluster => self
+                .cluster_target()
+                .map(|c| Target::Cluster(Box::new(c))),
             Topology::Sentinel => {
                 let s = sentinel.expect("topology gives the sentinels");
                 self.sentinel_resolver(&s)
@@ -418,11 +420,13 @@ mod tests {
     /// password reach every node of a cluster and the Sentinel master.
     #[test]
     fn topologies_carry_credentials_and_tls() {
-        let mut o = ConnectOptions::default();
-        o.cluster_nodes = vec!["10.0.0.1:7000".into(), "10.0.0.2:7000".into()];
-        o.username = Some("deck".into());
-        o.password = Some("pw".into());
-        o.insecure = true;
+        let o = ConnectOptions {
+            cluster_nodes: vec!["10.0.0.1:7000".into(), "10.0.0.2:7000".into()],
+            username: Some("deck".into()),
+            password: Some("pw".into()),
+            insecure: true,
+            ..ConnectOptions::default()
+        };
         assert_eq!(o.topology().unwrap().0, Topology::Cluster);
         let Target::Cluster(c) = o.target().unwrap() else {
             panic!("a cluster")
@@ -493,11 +497,13 @@ mod tests {
             ..SentinelOptions::default()
         });
         assert!(both.topology().is_err());
-        let mut nameless = ConnectOptions::default();
-        nameless.sentinel = Some(SentinelOptions {
-            addrs: vec!["s:1".into()],
-            ..SentinelOptions::default()
-        });
+        let nameless = ConnectOptions {
+            sentinel: Some(SentinelOptions {
+                addrs: vec!["s:1".into()],
+                ..SentinelOptions::default()
+            }),
+            ..ConnectOptions::default()
+        };
         assert!(nameless.topology().is_err());
         assert_eq!(
             ConnectOptions::new("redis://h:1/3").topology().unwrap().0,
