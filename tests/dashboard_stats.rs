@@ -19,7 +19,7 @@ use axum::http::{Request, StatusCode};
 use chrono::DateTime;
 use http_body_util::BodyExt;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
+use crate::support::redis::RawConn;
 use tower::ServiceExt;
 
 use crate::support::clock::{Clocked as World, clocked_on, now};
@@ -481,7 +481,7 @@ type Series<'a> = Vec<(i64, i64, &'a str)>;
 /// Writes samples `(seconds before now, retry size)` to `q`'s series as the
 /// sampler does (member `<t>:<retry>:<archived>`, score t); `suffix` makes a
 /// second engine's sample of the same second distinct.
-async fn write_series(conn: &mut MultiplexedConnection, q: &str, samples: &[(i64, i64, &str)]) {
+async fn write_series(conn: &mut RawConn, q: &str, samples: &[(i64, i64, &str)]) {
     for (ago, retry, suffix) in samples {
         let t = now().timestamp() - ago;
         let member = format!("{t}:{retry}:{}{suffix}", retry / 2);
@@ -896,7 +896,7 @@ async fn refused_memory_usage_is_na_in_its_cell() {
 /// included; `INFO`, `CONFIG` and `CLIENT` left out), by name, then resets
 /// the counts. Only meaningful on a private server.
 async fn commands_since(
-    conn: &mut MultiplexedConnection,
+    conn: &mut RawConn,
 ) -> std::collections::BTreeMap<String, u64> {
     let stats: String = redis::cmd("INFO")
         .arg("commandstats")
@@ -925,7 +925,7 @@ async fn commands_since(
 }
 
 /// The ids of the clients with key tracking on (`CLIENT LIST` flag `t`).
-async fn tracking_clients(conn: &mut MultiplexedConnection) -> Vec<String> {
+async fn tracking_clients(conn: &mut RawConn) -> Vec<String> {
     let list: String = redis::cmd("CLIENT")
         .arg("LIST")
         .query_async(conn)
@@ -1049,7 +1049,7 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
         .timestamp_nanos_opt()
         .unwrap();
     type Change =
-        Box<dyn Fn(MultiplexedConnection) -> futures_util::future::BoxFuture<'static, ()>>;
+        Box<dyn Fn(RawConn) -> futures_util::future::BoxFuture<'static, ()>>;
     let hash = keys::task_key("plain", &next_plain);
     let changes: Vec<(&str, Change)> = vec![
         (
@@ -1314,6 +1314,7 @@ async fn tracked_hints_read_everything_again_after_five_minutes() {
     let other = support::TestDb {
         port: db.port,
         db: 1,
+        cluster: false,
     };
     let other_client = Client::from_broker(Broker::connect(&other.url()).await.unwrap());
     for _ in 0..3 {

@@ -22,7 +22,7 @@ use asynqdeck::web::WebConfig;
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
 use axum::http::{Method, StatusCode};
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection as Conn;
+use crate::support::redis::RawConn as Conn;
 use serde_json::Value;
 
 use crate::support::htmx::{HxRequest, continuation, field, form_body, hx_request};

@@ -24,7 +24,7 @@ use asynqdeck::server::{
 use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task, TaskState};
 use chrono::{DateTime, Utc};
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
+use crate::support::redis::RawConn;
 use tokio::sync::mpsc;
 
 use crate::support::server::{WAIT, start, start_on, wait_gone, wait_state, wait_until};
@@ -36,7 +36,7 @@ struct Env {
     db: TestDb,
     client: Client,
     inspector: Inspector,
-    conn: MultiplexedConnection,
+    conn: RawConn,
 }
 
 async fn env() -> Env {

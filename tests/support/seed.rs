@@ -17,7 +17,7 @@ use asynqdeck::broker::{Broker, keys};
 use asynqdeck::{Client, EnqueueOptions, Task};
 use prost::Message;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection as Conn;
+use super::redis::RawConn as Conn;
 
 use super::TestDb;
 use super::clock::{now, ts};
