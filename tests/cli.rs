@@ -647,7 +647,10 @@ async fn serve_on_a_redis_cluster() {
     let (status, body) = serve.get("/").await.parts();
     assert_eq!(status, 200, "{body}");
     for q in queues {
-        assert!(body.contains(&format!(">{q}</a>")), "{q} missing from /: {body}");
+        assert!(
+            body.contains(&format!(">{q}</a>")),
+            "{q} missing from /: {body}"
+        );
     }
     for (q, id) in &ids {
         support::eventually(Duration::from_secs(10), || async {
@@ -657,14 +660,12 @@ async fn serve_on_a_redis_cluster() {
         .unwrap_or_else(|| panic!("the task of {q} was not forwarded"));
     }
     let pid = serve.pid();
-    let mut raw = redis::cluster::ClusterClient::new(vec![format!(
-        "redis://127.0.0.1:{}",
-        cluster.ports[0]
-    )])
-    .unwrap()
-    .get_async_connection()
-    .await
-    .unwrap();
+    let mut raw =
+        redis::cluster::ClusterClient::new(vec![format!("redis://127.0.0.1:{}", cluster.ports[0])])
+            .unwrap()
+            .get_async_connection()
+            .await
+            .unwrap();
     let server_key = support::eventually(Duration::from_secs(10), || {
         let mut raw = raw.clone();
         async move {

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{QueueInfo, QueueSample, StatsHints, retry_growth};
@@ -19,7 +20,6 @@ use axum::http::{Request, StatusCode};
 use chrono::DateTime;
 use http_body_util::BodyExt;
 use redis::AsyncCommands;
-use crate::support::redis::RawConn;
 use tower::ServiceExt;
 
 use crate::support::clock::{Clocked as World, clocked_on, now};
@@ -838,7 +838,7 @@ async fn refused_memory_usage_is_na_in_its_cell() {
         .query_async(&mut w.conn)
         .await
         .unwrap();
-    let url = format!("redis://{user}:secret@127.0.0.1:{}/{}", db.port, db.db);
+    let url = db.url_as(&user, "secret");
     let broker = Broker::connect(&url)
         .await
         .unwrap()
@@ -895,9 +895,7 @@ async fn refused_memory_usage_is_na_in_its_cell() {
 /// Commands Redis ran since the last call (commands inside scripts
 /// included; `INFO`, `CONFIG` and `CLIENT` left out), by name, then resets
 /// the counts. Only meaningful on a private server.
-async fn commands_since(
-    conn: &mut RawConn,
-) -> std::collections::BTreeMap<String, u64> {
+async fn commands_since(conn: &mut RawConn) -> std::collections::BTreeMap<String, u64> {
     let stats: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
@@ -1048,8 +1046,7 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
     let later_ns = (now() + chrono::Duration::seconds(4))
         .timestamp_nanos_opt()
         .unwrap();
-    type Change =
-        Box<dyn Fn(RawConn) -> futures_util::future::BoxFuture<'static, ()>>;
+    type Change = Box<dyn Fn(RawConn) -> futures_util::future::BoxFuture<'static, ()>>;
     let hash = keys::task_key("plain", &next_plain);
     let changes: Vec<(&str, Change)> = vec![
         (

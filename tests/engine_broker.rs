@@ -1271,11 +1271,7 @@ async fn a_lease_call_takes_at_most_its_cap_and_loses_nothing() {
 
 /// Where `id` is in queue `q`: each of pending, active, lease and archived
 /// that holds it (lists counted once per occurrence).
-async fn places(
-    conn: &mut crate::support::redis::RawConn,
-    q: &str,
-    id: &str,
-) -> Vec<&'static str> {
+async fn places(conn: &mut crate::support::redis::RawConn, q: &str, id: &str) -> Vec<&'static str> {
     let mut out = Vec::new();
     for (name, key) in [
         ("pending", keys::pending_key(q)),

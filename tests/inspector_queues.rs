@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::keys;
 use asynqdeck::inspector::{DailyStats, GroupInfo};
 use asynqdeck::{EnqueueOptions, Error, Task};
 use redis::AsyncCommands;
-use crate::support::redis::RawConn;
 
 use crate::support::clock::{Clocked, clocked_on, now};
 use crate::support::seed;

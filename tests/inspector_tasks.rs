@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::redis::RawConn as Conn;
 use asynqdeck::broker::proto::TaskMessage;
 use asynqdeck::broker::{ARCHIVE_RETENTION, Broker, MAX_ARCHIVE_SIZE, keys};
 use asynqdeck::clock::SimulatedClock;
@@ -15,7 +16,6 @@ use asynqdeck::inspector::{Page, TaskRow};
 use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task, TaskState};
 use prost::Message;
 use redis::AsyncCommands;
-use crate::support::redis::RawConn as Conn;
 
 use crate::support::clock::at;
 use crate::support::seed::{self, GROUP, msg_bytes};

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::keys;
 use asynqdeck::broker::proto::WireTask;
 use asynqdeck::server::forwarder::Forwarder;
@@ -27,7 +28,6 @@ use asynqdeck::{EnqueueOptions, Error, Inspector, Task, TaskState};
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use redis::AsyncCommands;
-use crate::support::redis::RawConn;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::clock::{Clocked as Env, clocked, now, secs};
@@ -873,7 +873,7 @@ async fn pubsub_client(db: &support::TestDb) -> Option<(u16, String)> {
 /// and keeps cancelling; `run` stops promptly on shutdown.
 #[tokio::test]
 async fn subscriber_cancels_the_named_running_task_and_resubscribes() {
-    let mut env = clocked(now()).await;
+    let env = clocked(now()).await;
     let tasks = lease(&env, "default", &["a", "b", "c"], 25, now() + secs(30)).await;
     let inflight = Arc::new(InFlight::default());
     let runs: Vec<Arc<Running>> = tasks

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::inspector::{Page, TaskRow};
 use asynqdeck::server::recoverer::{ORPHAN_GRACE, RecoverOutcome, Recoverer};
@@ -15,7 +16,6 @@ use asynqdeck::server::{Maintenance, MaintenanceConfig, RetryDelayFunc, TaskErro
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
 use chrono::{DateTime, Utc};
 use redis::AsyncCommands;
-use crate::support::redis::RawConn;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::clock::{Clocked as Env, clocked, now, secs};

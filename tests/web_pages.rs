@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::Inspector;
 use asynqdeck::broker::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp};
 use asynqdeck::broker::{Broker, keys, samples_key};
@@ -17,7 +18,6 @@ use axum::Router;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use redis::AsyncCommands;
-use crate::support::redis::RawConn;
 
 use crate::support::clock::{broker_at, now, ts};
 use crate::support::http::{self, Dashboard};

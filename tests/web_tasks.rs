@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::redis::RawConn as Conn;
 use asynqdeck::broker::proto::{ServerInfo, TaskMessage, WorkerInfo};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::clock::SimulatedClock;
@@ -17,7 +18,6 @@ use asynqdeck::{Error, Inspector, TaskState};
 use axum::http::StatusCode;
 use prost::Message;
 use redis::AsyncCommands;
-use crate::support::redis::RawConn as Conn;
 
 use crate::support::clock::{now, ts};
 use crate::support::http::{self, Dashboard, Reply};

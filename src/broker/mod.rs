@@ -78,11 +78,11 @@ pub use enqueue::EnqueueTarget;
 pub use left_behind::{SWEEP_SCAN_COUNT, SweepCount};
 pub use page::Page;
 pub use recovery::{ActiveChunk, Adopted, Lacks, ORPHAN_SCAN_CHUNK};
+pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
+pub use scan::ScanCursor;
 pub use scripts::{strict_form, strict_hashes};
 pub(crate) use slot_errors::note_slot_error;
 pub use slot_errors::slot_errors;
-pub use scan::ScanCursor;
-pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
 pub use stats::{DailyStats, GroupInfo, QueueInfo};
 pub(crate) use stats::{KeyKinds, StatsRequest, StatsTracking};
 pub use task_actions::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
@@ -131,7 +131,7 @@ impl Broker {
         let mut conn = target.shared().await?;
         // Scripts in their strict form on a cluster that checks it
         // (scripts.rs, COMPATIBILITY.md C-A1).
-        if conn.as_cluster().is_some() && version::redis_version(&mut conn).await? >= (7, 0) {
+        if conn.is_cluster() && version::redis_version(&mut conn).await? >= (7, 0) {
             scripts::use_strict_form();
         }
         Ok(Broker {

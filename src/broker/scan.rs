@@ -5,6 +5,7 @@
 //! inside one queue's `{<queue>}` tag), sent to the master serving it.
 //!
 //! Every step is one `SCAN … COUNT n`: O(n) in Redis.
+// asynq divergence: COMPATIBILITY.md#c-a2
 
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 
@@ -191,7 +192,10 @@ d4 127.0.0.1:7003@17003 slave b2 0 0 2 connected\n\
 e5 127.0.0.1:7004@17004 master - 0 0 5 connected\n";
         assert_eq!(
             super::masters_of(nodes),
-            vec![("127.0.0.1".to_string(), 7000), ("127.0.0.1".to_string(), 7001)]
+            vec![
+                ("127.0.0.1".to_string(), 7000),
+                ("127.0.0.1".to_string(), 7001)
+            ]
         );
     }
 }

@@ -55,6 +55,7 @@ pub fn strict_form() -> bool {
 
 /// One script in its plain and its strict form; dereferences to the form in
 /// use ([`strict_form`]).
+// asynq divergence: COMPATIBILITY.md#c-a1
 pub(crate) struct Lua {
     plain: Script,
     strict: Script,

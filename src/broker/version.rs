@@ -44,7 +44,10 @@ fn parse_version(info: &str) -> (u32, u32) {
 mod tests {
     #[test]
     fn versions() {
-        assert_eq!(super::parse_version("# Server\r\nredis_version:7.0.15\r\n"), (7, 0));
+        assert_eq!(
+            super::parse_version("# Server\r\nredis_version:7.0.15\r\n"),
+            (7, 0)
+        );
         assert_eq!(super::parse_version("redis_version:6.2.1\n"), (6, 2));
         assert_eq!(super::parse_version("no version here"), (0, 0));
     }

@@ -19,8 +19,8 @@
 //! (one slot each); `MGET`/`DEL`/`EXISTS` over several slots are split by
 //! redis-rs itself.
 
-use std::process::{Command, Stdio};
 use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -123,6 +123,33 @@ static CLUSTER: OnceLock<LocalCluster> = OnceLock::new();
 /// mode): gathered before each flush, since a test may `SCRIPT FLUSH`.
 static SEEN_SCRIPTS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
+/// The tests [`redis`] handed the cluster to (cluster mode), by name
+/// (libtest names each test's thread after the test).
+static CLUSTER_TAKEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// How many tests ran on the cluster so far (cluster mode).
+pub fn cluster_taken() -> usize {
+    CLUSTER_TAKEN.lock().unwrap().len()
+}
+
+/// Records that the current test takes the cluster; panics when it took
+/// it before (a second [`redis`] would flush the first one's keys).
+fn take_cluster() {
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_string();
+    if !name.contains("::") {
+        return; // not a test's own thread
+    }
+    let first = CLUSTER_TAKEN.lock().unwrap().insert(name.clone());
+    assert!(
+        first,
+        "{name} called support::redis() twice: it cannot run in cluster mode \
+         (skip it in scripts/test.sh's cluster pass)"
+    );
+}
+
 /// Adds the strict-form scripts loaded on the cluster now to those seen.
 fn gather_loaded_scripts(cluster: &LocalCluster) {
     let hashes: Vec<String> = asynqdeck::broker::strict_hashes()
@@ -199,6 +226,21 @@ impl TestDb {
         }
     }
 
+    /// [`TestDb::url`] logged in as ACL user `user` with `password`.
+    pub fn url_as(&self, user: &str, password: &str) -> String {
+        if self.cluster {
+            format!(
+                "redis-cluster://{user}:{password}@{}",
+                shared_cluster().nodes()
+            )
+        } else {
+            format!(
+                "redis://{user}:{password}@127.0.0.1:{}/{}",
+                self.port, self.db
+            )
+        }
+    }
+
     /// `redis://127.0.0.1:<port>/<db>`: one server (a cluster: its first
     /// master), for what needs a server's own connection (pub/sub: a
     /// cluster delivers `PUBLISH` to every node's subscribers).
@@ -227,7 +269,9 @@ impl TestDb {
                 .await
                 .unwrap();
             let mut iter: redis::AsyncIter<String> =
-                redis::AsyncCommands::scan_match(&mut conn, pattern).await.unwrap();
+                redis::AsyncCommands::scan_match(&mut conn, pattern)
+                    .await
+                    .unwrap();
             while let Some(k) = iter.next_item().await {
                 found.insert(k.unwrap());
             }
@@ -282,6 +326,7 @@ pub fn redis() -> TestDb {
     if cluster_mode() {
         let cluster = shared_cluster();
         gather_loaded_scripts(cluster);
+        take_cluster();
         cluster.flush();
         return TestDb {
             port: cluster.ports[0],
