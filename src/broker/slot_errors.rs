@@ -38,3 +38,45 @@ pub(crate) fn note_slot_error(e: &redis::RedisError) {
 pub fn slot_errors() -> u64 {
     SLOT_ERRORS.load(Ordering::Relaxed)
 }
+
+#[cfg(test)]
+mod tests {
+    use redis::{ErrorKind, RedisError, ServerErrorKind};
+
+    fn err(desc: &'static str, detail: &str) -> RedisError {
+        RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ResponseError),
+            desc,
+            detail.to_string(),
+        ))
+    }
+
+    /// The replies Redis 7.0 and redis-rs give for keys of two slots are
+    /// recognised; other errors are not.
+    #[test]
+    fn slot_errors_are_recognised() {
+        for e in [
+            err(
+                "An error was signalled by the server",
+                "Script attempted to access keys that do not hash to the same slot script: x",
+            ),
+            err(
+                "An error was signalled by the server",
+                "Script attempted to access a non local key in a cluster node",
+            ),
+            RedisError::from((
+                ErrorKind::Server(ServerErrorKind::CrossSlot),
+                "Received crossed slots in pipeline",
+            )),
+        ] {
+            assert!(super::crossed_slots(&e), "{e}");
+        }
+        assert!(!super::crossed_slots(&err(
+            "An error was signalled by the server",
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        )));
+        let before = super::slot_errors();
+        super::note_slot_error(&err("x", "do not hash to the same slot"));
+        assert_eq!(super::slot_errors(), before + 1);
+    }
+}

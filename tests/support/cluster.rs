@@ -147,12 +147,17 @@ impl LocalCluster {
         }
     }
 
-    /// The port of the master serving `key`.
-    pub fn port_of(&self, key: &str) -> u16 {
-        let slot: u16 = cli(self.ports[0], &["CLUSTER", "KEYSLOT", key])
+    /// The slot of `key` (`CLUSTER KEYSLOT`).
+    pub fn keyslot(&self, key: &str) -> u16 {
+        cli(self.ports[0], &["CLUSTER", "KEYSLOT", key])
             .trim()
             .parse()
-            .unwrap();
+            .unwrap()
+    }
+
+    /// The port of the master serving `key`.
+    pub fn port_of(&self, key: &str) -> u16 {
+        let slot = self.keyslot(key);
         for &p in &self.ports {
             let shards = cli(p, &["CLUSTER", "NODES"]);
             for line in shards.lines() {
