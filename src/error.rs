@@ -74,7 +74,7 @@ pub enum Error {
     },
     /// Redis could not be reached or answered with an error.
     #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
+    Redis(#[source] redis::RedisError),
     /// A script answered something it never should (a bug or a foreign script).
     #[error("INTERNAL: {0}")]
     Internal(String),
@@ -94,6 +94,15 @@ impl Error {
             }
             _ => false,
         }
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    /// Wraps `e`; an error saying keys crossed slots is counted and logged
+    /// first (`broker::slot_errors`, issue 14).
+    fn from(e: redis::RedisError) -> Self {
+        crate::broker::note_slot_error(&e);
+        Error::Redis(e)
     }
 }
 

@@ -12,13 +12,14 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use asynqdeck::broker::Broker;
+use asynqdeck::broker::{Broker, keys};
 use asynqdeck::cli::{Cli, Command, parse_duration};
 use asynqdeck::server::{Maintenance, MaintenanceConfig};
 use asynqdeck::{Inspector, TaskState};
 use clap::Parser;
 use redis::AsyncCommands;
 
+use crate::support::cluster::LocalCluster;
 use crate::support::http::ServeBin;
 use crate::support::seed;
 use crate::support::{self};
@@ -251,44 +252,39 @@ fn bad_flags_are_refused() {
         resolve_err(&["asynqdeck", "--redis-client-cert", "c.pem"]).contains("--redis-client-key")
     );
     assert!(resolve_err(&["asynqdeck", "--root-path", "/a b"]).contains("--root-path"));
-    assert_eq!(
-        resolve_err(&["asynqdeck", "--redis-sentinel-addrs", "h:26379"]),
-        "--redis-sentinel-addrs needs --redis-sentinel-master"
-    );
-    assert_eq!(
-        resolve_err(&[
-            "asynqdeck",
-            "--redis-cluster-nodes",
-            "a:1",
-            "--redis-sentinel-addrs",
-            "h:26379",
-            "--redis-sentinel-master",
-            "m"
-        ]),
-        "give --redis-cluster-nodes or --redis-sentinel-addrs, not both"
+    assert!(
+        resolve_err(&["asynqdeck", "--redis-url", "redis-sentinel://h:26379"])
+            .contains("redis-sentinel:// URL needs ?master=<name>")
     );
 }
 
-/// `--redis-cluster-nodes` (asynqmon) names the cluster's seed nodes; it
-/// beats `--redis-url` with a warning; the sentinel flags name the
-/// sentinels and the master, with the master's credentials and database
-/// from `--redis-username`, `--redis-password` and `--redis-db`.
+/// `--redis-cluster-nodes` (asynqmon) names a Redis Cluster: it beats
+/// `--redis-url` (with a warning saying so) and keeps the credentials;
+/// `--redis-sentinel-addrs` with `--redis-sentinel-master` names a
+/// Sentinel-elected master. Combinations that cannot mean one deployment
+/// are refused with a reason naming the flags: cluster nodes and sentinels
+/// both, sentinels without a master name.
 #[test]
-fn redis_cluster_and_sentinel_flags() {
+fn cluster_and_sentinel_flags_resolve_or_are_refused() {
+    let c = parse(&["asynqdeck", "--redis-cluster-nodes", "a:7000, b:7001"])
+        .resolve()
+        .unwrap();
+    assert_eq!(c.redis.display_address(), "cluster a:7000,b:7001");
+    assert_eq!(c.redis.cluster_nodes, ["a:7000", "b:7001"]);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     let c = parse(&[
         "asynqdeck",
         "--redis-cluster-nodes",
-        "a:7000, b:7001",
+        "a:7000",
         "--redis-url",
-        "redis://h:1",
+        "redis://h:1/0",
         "--redis-password",
         "pw",
     ])
     .resolve()
     .unwrap();
-    assert_eq!(c.redis.cluster_nodes, ["a:7000", "b:7001"]);
+    assert_eq!(c.redis.display_address(), "cluster a:7000");
     assert_eq!(c.redis.password.as_deref(), Some("pw"));
-    assert_eq!(c.redis.display_address(), "cluster a:7000,b:7001");
     assert_eq!(
         c.warnings,
         ["--redis-url/--redis-addr ignored: --redis-cluster-nodes is set and takes precedence"]
@@ -296,7 +292,7 @@ fn redis_cluster_and_sentinel_flags() {
     let c = parse(&[
         "asynqdeck",
         "--redis-sentinel-addrs",
-        "s1:26379,s2:26380",
+        "s1:26379,s2:26379",
         "--redis-sentinel-master",
         "mymaster",
         "--redis-sentinel-password",
@@ -309,15 +305,33 @@ fn redis_cluster_and_sentinel_flags() {
     .resolve()
     .unwrap();
     let s = c.redis.sentinel.clone().unwrap();
-    assert_eq!(s.addrs, ["s1:26379", "s2:26380"]);
-    assert_eq!(s.master, "mymaster");
     assert_eq!(s.password.as_deref(), Some("spw"));
     assert_eq!(c.redis.username.as_deref(), Some("deck"));
-    assert_eq!(c.redis.db, Some(2));
     assert_eq!(
         c.redis.display_address(),
-        "sentinel s1:26379,s2:26380 master mymaster"
+        "sentinel s1:26379,s2:26379 master mymaster"
     );
+    assert_eq!(c.redis.db, Some(2));
+
+    let err = parse(&[
+        "asynqdeck",
+        "--redis-cluster-nodes",
+        "a:7000",
+        "--redis-sentinel-addrs",
+        "s1:26379",
+        "--redis-sentinel-master",
+        "m",
+    ])
+    .resolve()
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "give --redis-cluster-nodes or --redis-sentinel-addrs, not both"
+    );
+    let err = parse(&["asynqdeck", "--redis-sentinel-addrs", "s1:26379"])
+        .resolve()
+        .unwrap_err();
+    assert_eq!(err, "--redis-sentinel-addrs needs --redis-sentinel-master");
     assert!(matches!(
         Cli::try_parse_from(["asynqdeck", "serve"]).unwrap().command,
         Some(Command::Serve(_))
@@ -427,8 +441,8 @@ fn environment_variables() {
     assert!(out.contains("max_payload_length: 9,"), "{out}");
 }
 
-/// Exit code 2 with clap's message for bad flags and bad variables, and
-/// for sentinels without a master name.
+/// Exit code 2 with clap's message for bad flags and bad variables; also
+/// for cluster nodes and sentinels given together (here by variables).
 #[test]
 fn bad_flags_exit_2() {
     let out = run_bin(&[], &["serve", "--poll-interval", "soon"]);
@@ -436,11 +450,18 @@ fn bad_flags_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid duration \"soon\""));
     let out = run_bin(&[("REDIS_DB", "x")], &["serve"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = run_bin(&[("REDIS_SENTINEL_ADDRS", "a:1,b:2")], &["serve"]);
+    let out = run_bin(
+        &[
+            ("REDIS_CLUSTER_NODES", "a:1,b:2"),
+            ("REDIS_SENTINEL_ADDRS", "s:26379"),
+            ("REDIS_SENTINEL_MASTER", "m"),
+        ],
+        &["serve"],
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--redis-sentinel-addrs needs --redis-sentinel-master"),
+        err.contains("give --redis-cluster-nodes or --redis-sentinel-addrs, not both"),
         "{err}"
     );
 }
@@ -581,6 +602,91 @@ async fn serve_end_to_end_with_engine() {
             .iter()
             .all(|s| s.pid != pid)
     );
+}
+
+/// `serve --redis-cluster-nodes` against a local 3-master cluster (issue
+/// 14): it connects, `/` answers 200 and names each queue, the embedded
+/// engine (1 s forwarder) moves a due scheduled task of each of three
+/// queues, whose keys live on at least two masters, to pending and
+/// registers its server in `asynq:servers`; SIGTERM exits 0 and removes the
+/// server's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_on_a_redis_cluster() {
+    let cluster = tokio::task::spawn_blocking(|| LocalCluster::start(3))
+        .await
+        .unwrap();
+    let queues = ["default", "critical", "low"];
+    let mut masters: Vec<u16> = queues
+        .iter()
+        .map(|q| cluster.port_of(&format!("asynq:{{{q}}}:scheduled")))
+        .collect();
+    masters.sort();
+    masters.dedup();
+    assert!(masters.len() >= 2, "queues on one master: {masters:?}");
+    let client = asynqdeck::Client::connect(&cluster.url()).await.unwrap();
+    let inspector = Inspector::connect(&cluster.url()).await.unwrap();
+    let mut ids = Vec::new();
+    for q in queues {
+        let info = client
+            .enqueue(
+                &asynqdeck::Task::new("t", b"x".to_vec()),
+                asynqdeck::EnqueueOptions::new()
+                    .queue(q)
+                    .process_in(Duration::from_secs(1)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(info.state, TaskState::Scheduled);
+        ids.push((q, info.id));
+    }
+    let serve = ServeBin::spawn(
+        &[
+            "--redis-cluster-nodes",
+            &cluster.nodes(),
+            "--forwarder-interval",
+            "1s",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
+    .await;
+    let (status, body) = serve.get("/").await.parts();
+    assert_eq!(status, 200, "{body}");
+    for q in queues {
+        assert!(
+            body.contains(&format!(">{q}</a>")),
+            "{q} missing from /: {body}"
+        );
+    }
+    for (q, id) in &ids {
+        support::eventually(Duration::from_secs(10), || async {
+            (state_of(&inspector, q, id).await == TaskState::Pending).then_some(())
+        })
+        .await
+        .unwrap_or_else(|| panic!("the task of {q} was not forwarded"));
+    }
+    let pid = serve.pid();
+    let mut raw =
+        redis::cluster::ClusterClient::new(vec![format!("redis://127.0.0.1:{}", cluster.ports[0])])
+            .unwrap()
+            .get_async_connection()
+            .await
+            .unwrap();
+    let server_key = support::eventually(Duration::from_secs(10), || {
+        let mut raw = raw.clone();
+        async move {
+            let members: Vec<String> = raw.zrange(keys::ALL_SERVERS, 0, -1).await.unwrap();
+            members
+                .into_iter()
+                .find(|m| m.contains(&format!(":{pid}:")))
+        }
+    })
+    .await
+    .expect("the engine registers its server");
+    assert!(raw.exists::<_, bool>(&server_key).await.unwrap());
+    assert_eq!(serve.terminate().await, Some(0));
+    assert!(!raw.exists::<_, bool>(&server_key).await.unwrap());
 }
 
 /// `--no-engine`: the dashboard serves but moves nothing and registers no

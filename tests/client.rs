@@ -11,7 +11,7 @@ use redis::AsyncCommands;
 
 use crate::support;
 
-async fn msg_of(conn: &mut redis::aio::MultiplexedConnection, q: &str, id: &str) -> TaskMessage {
+async fn msg_of(conn: &mut crate::support::redis::RawConn, q: &str, id: &str) -> TaskMessage {
     let bytes: Vec<u8> = conn.hget(keys::task_key(q, id), "msg").await.unwrap();
     TaskMessage::decode(&bytes[..]).unwrap()
 }

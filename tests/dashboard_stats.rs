@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::inspector::{QueueInfo, QueueSample, StatsHints, retry_growth};
@@ -19,7 +20,6 @@ use axum::http::{Request, StatusCode};
 use chrono::DateTime;
 use http_body_util::BodyExt;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 use tower::ServiceExt;
 
 use crate::support::clock::{Clocked as World, clocked_on, now};
@@ -481,7 +481,7 @@ type Series<'a> = Vec<(i64, i64, &'a str)>;
 /// Writes samples `(seconds before now, retry size)` to `q`'s series as the
 /// sampler does (member `<t>:<retry>:<archived>`, score t); `suffix` makes a
 /// second engine's sample of the same second distinct.
-async fn write_series(conn: &mut MultiplexedConnection, q: &str, samples: &[(i64, i64, &str)]) {
+async fn write_series(conn: &mut RawConn, q: &str, samples: &[(i64, i64, &str)]) {
     for (ago, retry, suffix) in samples {
         let t = now().timestamp() - ago;
         let member = format!("{t}:{retry}:{}{suffix}", retry / 2);
@@ -838,7 +838,7 @@ async fn refused_memory_usage_is_na_in_its_cell() {
         .query_async(&mut w.conn)
         .await
         .unwrap();
-    let url = format!("redis://{user}:secret@127.0.0.1:{}/{}", db.port, db.db);
+    let url = db.url_as(&user, "secret");
     let broker = Broker::connect(&url)
         .await
         .unwrap()
@@ -895,9 +895,7 @@ async fn refused_memory_usage_is_na_in_its_cell() {
 /// Commands Redis ran since the last call (commands inside scripts
 /// included; `INFO`, `CONFIG` and `CLIENT` left out), by name, then resets
 /// the counts. Only meaningful on a private server.
-async fn commands_since(
-    conn: &mut MultiplexedConnection,
-) -> std::collections::BTreeMap<String, u64> {
+async fn commands_since(conn: &mut RawConn) -> std::collections::BTreeMap<String, u64> {
     let stats: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
@@ -925,7 +923,7 @@ async fn commands_since(
 }
 
 /// The ids of the clients with key tracking on (`CLIENT LIST` flag `t`).
-async fn tracking_clients(conn: &mut MultiplexedConnection) -> Vec<String> {
+async fn tracking_clients(conn: &mut RawConn) -> Vec<String> {
     let list: String = redis::cmd("CLIENT")
         .arg("LIST")
         .query_async(conn)
@@ -1048,8 +1046,7 @@ async fn tracked_hints_read_only_what_changed_and_stay_exact() {
     let later_ns = (now() + chrono::Duration::seconds(4))
         .timestamp_nanos_opt()
         .unwrap();
-    type Change =
-        Box<dyn Fn(MultiplexedConnection) -> futures_util::future::BoxFuture<'static, ()>>;
+    type Change = Box<dyn Fn(RawConn) -> futures_util::future::BoxFuture<'static, ()>>;
     let hash = keys::task_key("plain", &next_plain);
     let changes: Vec<(&str, Change)> = vec![
         (
@@ -1314,6 +1311,7 @@ async fn tracked_hints_read_everything_again_after_five_minutes() {
     let other = support::TestDb {
         port: db.port,
         db: 1,
+        cluster: false,
     };
     let other_client = Client::from_broker(Broker::connect(&other.url()).await.unwrap());
     for _ in 0..3 {

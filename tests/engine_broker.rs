@@ -12,11 +12,11 @@ use redis::AsyncCommands;
 
 use crate::support::{self, TestDb};
 
-async fn setup() -> (TestDb, Broker, Client, redis::aio::MultiplexedConnection) {
+async fn setup() -> (TestDb, Broker, Client, crate::support::redis::RawConn) {
     setup_on(support::redis()).await
 }
 
-async fn setup_on(db: TestDb) -> (TestDb, Broker, Client, redis::aio::MultiplexedConnection) {
+async fn setup_on(db: TestDb) -> (TestDb, Broker, Client, crate::support::redis::RawConn) {
     let broker = Broker::connect(&db.url()).await.unwrap();
     let client = Client::from_broker(broker.clone());
     let conn = db.raw().await;
@@ -33,7 +33,7 @@ async fn lease_one(broker: &Broker, q: &str) -> WireTask {
     got.remove(0).unwrap()
 }
 
-async fn state(conn: &mut redis::aio::MultiplexedConnection, q: &str, id: &str) -> Option<String> {
+async fn state(conn: &mut crate::support::redis::RawConn, q: &str, id: &str) -> Option<String> {
     conn.hget(keys::task_key(q, id), "state").await.unwrap()
 }
 
@@ -197,7 +197,7 @@ async fn retry_counts_only_failures() {
     assert_eq!((failed, processed), (1, 1), "S24: counters unchanged");
 }
 
-async fn broker_msg(conn: &mut redis::aio::MultiplexedConnection, id: &str) -> WireTask {
+async fn broker_msg(conn: &mut crate::support::redis::RawConn, id: &str) -> WireTask {
     let b: Vec<u8> = conn
         .hget(keys::task_key("default", id), "msg")
         .await
@@ -888,7 +888,7 @@ async fn dequeue_drops_an_id_without_msg() {
 async fn finish_scenario(
     broker: &Broker,
     client: &Client,
-    conn: &mut redis::aio::MultiplexedConnection,
+    conn: &mut crate::support::redis::RawConn,
     q: &str,
     padding: usize,
     lease_padding: usize,
@@ -1079,7 +1079,7 @@ async fn lease_batch(
 async fn done_of_a_whole_batch_ends_as_go_done_one_by_one() {
     // A server of its own: the test resets and reads server-wide commandstats.
     let (_db, broker, client, mut conn) = setup_on(support::private_redis()).await;
-    let count = |conn: &mut redis::aio::MultiplexedConnection, q: &'static str| {
+    let count = |conn: &mut crate::support::redis::RawConn, q: &'static str| {
         let mut conn = conn.clone();
         async move {
             let daily: Option<i64> = conn.get(keys::processed_key(q, today())).await.unwrap();
@@ -1271,11 +1271,7 @@ async fn a_lease_call_takes_at_most_its_cap_and_loses_nothing() {
 
 /// Where `id` is in queue `q`: each of pending, active, lease and archived
 /// that holds it (lists counted once per occurrence).
-async fn places(
-    conn: &mut redis::aio::MultiplexedConnection,
-    q: &str,
-    id: &str,
-) -> Vec<&'static str> {
+async fn places(conn: &mut crate::support::redis::RawConn, q: &str, id: &str) -> Vec<&'static str> {
     let mut out = Vec::new();
     for (name, key) in [
         ("pending", keys::pending_key(q)),
@@ -1296,7 +1292,7 @@ async fn places(
 
 /// Asserts each good task of `ids` was leased normally: in active once, in
 /// the lease zset, state active, no pending_since.
-async fn assert_leased(conn: &mut redis::aio::MultiplexedConnection, q: &str, ids: &[&str]) {
+async fn assert_leased(conn: &mut crate::support::redis::RawConn, q: &str, ids: &[&str]) {
     for id in ids {
         assert_eq!(places(conn, q, id).await, ["active", "lease"], "{id}");
         assert_eq!(state(conn, q, id).await.as_deref(), Some("active"), "{id}");

@@ -4,18 +4,18 @@
 
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::keys;
 use asynqdeck::inspector::{DailyStats, GroupInfo};
 use asynqdeck::{EnqueueOptions, Error, Task};
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 
 use crate::support::clock::{Clocked, clocked_on, now};
 use crate::support::seed;
 use crate::support::{self};
 
 /// Every key of the queue, sorted.
-async fn queue_keys(conn: &mut MultiplexedConnection, q: &str) -> Vec<String> {
+async fn queue_keys(conn: &mut RawConn, q: &str) -> Vec<String> {
     let mut found: Vec<String> = conn.keys(format!("asynq:{{{q}}}:*")).await.unwrap();
     found.sort();
     found
@@ -151,8 +151,8 @@ async fn queue_info_latency_zero_without_pending_since() {
 /// Sums MEMORY USAGE the way wire spec §9.6 describes (sample 20 per
 /// container, 5 groups; a missing hash counts 0 in lists/zsets and is left
 /// out of the group sample), in the script's order of float operations.
-async fn expected_memory(conn: &mut MultiplexedConnection, q: &str) -> i64 {
-    async fn usage(conn: &mut MultiplexedConnection, key: &str) -> f64 {
+async fn expected_memory(conn: &mut RawConn, q: &str) -> i64 {
+    async fn usage(conn: &mut RawConn, key: &str) -> f64 {
         let n: Option<i64> = redis::cmd("MEMORY")
             .arg("USAGE")
             .arg(key)

@@ -31,3 +31,4 @@ mod web_api;
 mod web_pages;
 mod web_queues;
 mod web_tasks;
+mod zz_cluster_audit;

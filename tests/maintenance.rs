@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::keys;
 use asynqdeck::broker::proto::WireTask;
 use asynqdeck::server::forwarder::Forwarder;
@@ -27,7 +28,6 @@ use asynqdeck::{EnqueueOptions, Error, Inspector, Task, TaskState};
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::clock::{Clocked as Env, clocked, now, secs};
@@ -57,7 +57,7 @@ async fn lease(
     got.into_iter().map(|r| r.unwrap()).collect()
 }
 
-async fn lease_score(conn: &mut MultiplexedConnection, queue: &str, id: &str) -> Option<i64> {
+async fn lease_score(conn: &mut RawConn, queue: &str, id: &str) -> Option<i64> {
     conn.zscore(keys::lease_key(queue), id).await.unwrap()
 }
 
@@ -834,20 +834,37 @@ async fn cancel_until_cancelled(inspector: &Inspector, id: &str, running: &Runni
     .is_some()
 }
 
-/// The id of this database's subscribed connection (from `CLIENT LIST`).
-async fn pubsub_client_id(conn: &mut MultiplexedConnection, db: u32) -> Option<String> {
-    let list: String = redis::cmd("CLIENT")
-        .arg("LIST")
-        .query_async(conn)
+/// A plain connection to the server on `port`, database `db`.
+async fn node_conn(port: u16, db: u32) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/{db}"))
+        .unwrap()
+        .get_multiplexed_async_connection()
         .await
-        .unwrap();
-    list.lines().find_map(|line| {
-        let fields: BTreeMap<&str, &str> =
-            line.split(' ').filter_map(|f| f.split_once('=')).collect();
-        let subscribed = fields.get("sub").is_some_and(|s| *s != "0");
-        let same_db = fields.get("db") == Some(&db.to_string().as_str());
-        (subscribed && same_db).then(|| fields["id"].to_string())
-    })
+        .unwrap()
+}
+
+/// The server (port) and id of this database's subscribed connection,
+/// from `CLIENT LIST` on each server holding it (a cluster's subscriber is
+/// on one of its masters).
+async fn pubsub_client(db: &support::TestDb) -> Option<(u16, String)> {
+    for port in db.node_ports() {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query_async(&mut node_conn(port, db.db).await)
+            .await
+            .unwrap();
+        let found = list.lines().find_map(|line| {
+            let fields: BTreeMap<&str, &str> =
+                line.split(' ').filter_map(|f| f.split_once('=')).collect();
+            let subscribed = fields.get("sub").is_some_and(|s| *s != "0");
+            let same_db = fields.get("db") == Some(&db.db.to_string().as_str());
+            (subscribed && same_db).then(|| fields["id"].to_string())
+        });
+        if let Some(id) = found {
+            return Some((port, id));
+        }
+    }
+    None
 }
 
 /// Wire spec §6.18, §7.6: `Inspector::cancel_processing(id)` reaches the
@@ -856,7 +873,7 @@ async fn pubsub_client_id(conn: &mut MultiplexedConnection, db: u32) -> Option<S
 /// and keeps cancelling; `run` stops promptly on shutdown.
 #[tokio::test]
 async fn subscriber_cancels_the_named_running_task_and_resubscribes() {
-    let mut env = clocked(now()).await;
+    let env = clocked(now()).await;
     let tasks = lease(&env, "default", &["a", "b", "c"], 25, now() + secs(30)).await;
     let inflight = Arc::new(InFlight::default());
     let runs: Vec<Arc<Running>> = tasks
@@ -880,8 +897,8 @@ async fn subscriber_cancels_the_named_running_task_and_resubscribes() {
     assert!(!runs[1].cancel.is_cancelled());
     assert!(!runs[2].cancel.is_cancelled());
 
-    let client_id = support::eventually(Duration::from_secs(2), || async {
-        pubsub_client_id(&mut env.conn.clone(), env.db.db).await
+    let (port, client_id) = support::eventually(Duration::from_secs(2), || async {
+        pubsub_client(&env.db).await
     })
     .await
     .expect("the subscriber's connection is listed");
@@ -889,7 +906,7 @@ async fn subscriber_cancels_the_named_running_task_and_resubscribes() {
         .arg("KILL")
         .arg("ID")
         .arg(&client_id)
-        .query_async(&mut env.conn)
+        .query_async(&mut node_conn(port, env.db.db).await)
         .await
         .unwrap();
     assert!(
@@ -898,9 +915,7 @@ async fn subscriber_cancels_the_named_running_task_and_resubscribes() {
     );
     assert_eq!(runs[1].cancel_reason(), Some(CancelReason::Canceled));
     assert!(!runs[2].cancel.is_cancelled());
-    let new_id = pubsub_client_id(&mut env.conn, env.db.db)
-        .await
-        .expect("subscribed again");
+    let (_, new_id) = pubsub_client(&env.db).await.expect("subscribed again");
     assert_ne!(new_id, client_id);
 
     shutdown.cancel();

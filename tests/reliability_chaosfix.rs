@@ -13,7 +13,7 @@ use redis::AsyncCommands;
 
 use crate::support::{self, restartable::RedisProc};
 
-type Conn = redis::aio::MultiplexedConnection;
+type Conn = crate::support::redis::RawConn;
 
 async fn key_type(conn: &mut Conn, key: &str) -> String {
     redis::cmd("TYPE").arg(key).query_async(conn).await.unwrap()

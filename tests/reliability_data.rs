@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use crate::support::redis::RawConn as Conn;
 use asynqdeck::broker::proto::{SchedulerEntry, Timestamp};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::inspector::{SweepBudget, SweepCount};
@@ -22,7 +23,6 @@ use asynqdeck::web::WebConfig;
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
 use axum::http::{Method, StatusCode};
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection as Conn;
 use serde_json::Value;
 
 use crate::support::htmx::{HxRequest, continuation, field, form_body, hx_request};

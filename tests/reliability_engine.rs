@@ -376,7 +376,7 @@ async fn r6_bad_daily_counter_never_stops_processing() {
             .await
             .unwrap();
     }
-    let sizes = |conn: redis::aio::MultiplexedConnection| async move {
+    let sizes = |conn: crate::support::redis::RawConn| async move {
         let mut conn = conn;
         let p: i64 = conn.llen(keys::pending_key(q)).await.unwrap();
         let a: i64 = conn.llen(keys::active_key(q)).await.unwrap();

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::{Broker, keys, samples_key};
 use asynqdeck::inspector::{Page, TaskRow};
 use asynqdeck::server::recoverer::{ORPHAN_GRACE, RecoverOutcome, Recoverer};
@@ -15,7 +16,6 @@ use asynqdeck::server::{Maintenance, MaintenanceConfig, RetryDelayFunc, TaskErro
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskState};
 use chrono::{DateTime, Utc};
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::clock::{Clocked as Env, clocked, now, secs};
@@ -65,11 +65,11 @@ async fn active_without_lease(env: &mut Env, queue: &str, ty: &str) -> String {
     info.id
 }
 
-async fn active_ids(conn: &mut MultiplexedConnection, queue: &str) -> Vec<String> {
+async fn active_ids(conn: &mut RawConn, queue: &str) -> Vec<String> {
     conn.lrange(keys::active_key(queue), 0, -1).await.unwrap()
 }
 
-async fn lease_score(conn: &mut MultiplexedConnection, queue: &str, id: &str) -> Option<i64> {
+async fn lease_score(conn: &mut RawConn, queue: &str, id: &str) -> Option<i64> {
     conn.zscore(keys::lease_key(queue), id).await.unwrap()
 }
 
@@ -491,15 +491,10 @@ async fn r8_next_wake_is_lease_plus_grace_and_only_lease_queues_are_polled() {
 
 // ---------------------------------------------------------------- R14
 
-/// Every key whose name holds `{<queue>}`, found with SCAN.
-async fn keys_of(conn: &mut MultiplexedConnection, queue: &str) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    let mut iter: redis::AsyncIter<String> =
-        conn.scan_match(format!("*{{{queue}}}*")).await.unwrap();
-    while let Some(k) = iter.next_item().await {
-        found.insert(k.unwrap());
-    }
-    found
+/// Every key whose name holds `{<queue>}`, found with SCAN (on every
+/// master of a cluster).
+async fn keys_of(db: &support::TestDb, queue: &str) -> BTreeSet<String> {
+    db.scan_keys(&format!("*{{{queue}}}*")).await
 }
 
 /// R14: a forced delete removes every key of the queue: tasks of every
@@ -578,9 +573,9 @@ async fn r14_force_delete_removes_every_key_of_the_queue() {
         .await
         .unwrap();
     env.inspector.pause_queue("kept").await.unwrap();
-    let kept_before = keys_of(&mut env.conn, "kept").await;
+    let kept_before = keys_of(&env.db, "kept").await;
 
-    let before = keys_of(&mut env.conn, q).await;
+    let before = keys_of(&env.db, q).await;
     for must in [
         keys::pending_key(q),
         keys::paused_key(q),
@@ -591,8 +586,8 @@ async fn r14_force_delete_removes_every_key_of_the_queue() {
         assert!(before.contains(&must), "setup lacks {must}: {before:?}");
     }
     env.inspector.delete_queue(q, true).await.unwrap();
-    assert_eq!(keys_of(&mut env.conn, q).await, BTreeSet::new());
-    assert_eq!(keys_of(&mut env.conn, "kept").await, kept_before);
+    assert_eq!(keys_of(&env.db, q).await, BTreeSet::new());
+    assert_eq!(keys_of(&env.db, "kept").await, kept_before);
     assert_eq!(
         env.inspector.queues().await.unwrap(),
         vec!["kept".to_string()]
@@ -694,11 +689,7 @@ async fn r14_discovery_restores_a_queue_missing_from_the_registry() {
     let inspector = Inspector::from_broker(broker.clone());
     let client = Client::from_broker(broker.clone());
     let mut conn = db.raw().await;
-    let mut pipe = redis::pipe();
-    for i in 0..3000 {
-        pipe.cmd("SET").arg(format!("other:{i}")).arg(i).ignore();
-    }
-    let () = pipe.query_async(&mut conn).await.unwrap();
+    support::redis::fill(&mut conn, "other:", 3000).await;
     for q in ["listed", "lost"] {
         client
             .enqueue(
@@ -766,11 +757,7 @@ async fn r14_a_watched_queue_comes_back_before_the_keyspace_walk_reaches_it() {
     let inspector = Inspector::from_broker(broker.clone());
     let client = Client::from_broker(broker.clone());
     let mut conn = db.raw().await;
-    let mut pipe = redis::pipe();
-    for i in 0..20_000 {
-        pipe.cmd("SET").arg(format!("other:{i}")).arg(i).ignore();
-    }
-    let () = pipe.query_async(&mut conn).await.unwrap();
+    support::redis::fill(&mut conn, "other:", 20_000).await;
     let task = Task::new("t", b"x".to_vec());
     let mut attempts = Vec::new();
     for attempt in 0..6 {

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::clock::SimulatedClock;
 use asynqdeck::server::heartbeat::hostname;
@@ -24,7 +25,6 @@ use asynqdeck::server::{
 use asynqdeck::{Client, EnqueueOptions, Error, Inspector, Task, TaskState};
 use chrono::{DateTime, Utc};
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 use tokio::sync::mpsc;
 
 use crate::support::server::{WAIT, start, start_on, wait_gone, wait_state, wait_until};
@@ -36,7 +36,7 @@ struct Env {
     db: TestDb,
     client: Client,
     inspector: Inspector,
-    conn: MultiplexedConnection,
+    conn: RawConn,
 }
 
 async fn env() -> Env {

@@ -650,10 +650,14 @@ fn a_dropped_runtime_leaves_no_leased_task_unstarted() {
             inspector
         });
         drop(rt);
+        drop(inspector);
         let after = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
+        // A connection of this runtime (a cluster connection's driver task
+        // died with the dropped one).
+        let inspector = after.block_on(Inspector::connect(&db.url())).unwrap();
         let q = after.block_on(async {
             support::eventually(Duration::from_secs(5), || async {
                 let q = inspector.queue_info(&queue).await.ok()?;

@@ -514,7 +514,7 @@ async fn scheduler_history_is_capped_at_1000() {
 async fn cancel_processing_publishes_task_id() {
     let db = support::redis();
     let Clocked { inspector, .. } = clocked_on(db.clone(), now()).await;
-    let client = redis::Client::open(db.url()).unwrap();
+    let client = redis::Client::open(db.node_url()).unwrap();
     let mut pubsub = client.get_async_pubsub().await.unwrap();
     pubsub.subscribe(keys::CANCEL_CHANNEL).await.unwrap();
     // Channels are server-wide, not per database: other tests may publish too.

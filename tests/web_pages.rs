@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::support::redis::RawConn;
 use asynqdeck::Inspector;
 use asynqdeck::broker::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp};
 use asynqdeck::broker::{Broker, keys, samples_key};
@@ -17,7 +18,6 @@ use axum::Router;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection;
 
 use crate::support::clock::{broker_at, now, ts};
 use crate::support::http::{self, Dashboard};
@@ -28,7 +28,7 @@ struct Setup {
     app: Router,
     broker: Broker,
     clock: SimulatedClock,
-    raw: MultiplexedConnection,
+    raw: RawConn,
 }
 
 /// The dashboard on a fresh database, broker and pages on one simulated
@@ -49,7 +49,7 @@ fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
 }
 
-async fn add_queue(raw: &mut MultiplexedConnection, queue: &str) {
+async fn add_queue(raw: &mut RawConn, queue: &str) {
     let _: i64 = raw.sadd(keys::ALL_QUEUES, queue).await.unwrap();
 }
 
@@ -420,7 +420,7 @@ async fn redis_page_shows_info() {
 
 // ------------------------------------------------------ sampler and outage
 
-async fn zadd_retry(raw: &mut MultiplexedConnection, queue: &str, ids: std::ops::Range<u32>) {
+async fn zadd_retry(raw: &mut RawConn, queue: &str, ids: std::ops::Range<u32>) {
     for i in ids {
         let _: i64 = raw
             .zadd(keys::retry_key(queue), format!("r{i}"), 1)
@@ -429,7 +429,7 @@ async fn zadd_retry(raw: &mut MultiplexedConnection, queue: &str, ids: std::ops:
     }
 }
 
-async fn members(raw: &mut MultiplexedConnection, key: &str) -> Vec<String> {
+async fn members(raw: &mut RawConn, key: &str) -> Vec<String> {
     raw.zrange(key, 0, -1).await.unwrap()
 }
 

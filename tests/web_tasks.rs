@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::redis::RawConn as Conn;
 use asynqdeck::broker::proto::{ServerInfo, TaskMessage, WorkerInfo};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::clock::SimulatedClock;
@@ -17,7 +18,6 @@ use asynqdeck::{Error, Inspector, TaskState};
 use axum::http::StatusCode;
 use prost::Message;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection as Conn;
 
 use crate::support::clock::{now, ts};
 use crate::support::http::{self, Dashboard, Reply};
@@ -1027,8 +1027,9 @@ async fn filters_and_type_counts() {
 async fn filter_scan_is_bounded() {
     let db = support::redis();
     let mut s = setup(&db).await;
+    // asynq:queues has a slot of its own (cluster pass): not in the pipeline.
+    let _: () = s.raw.sadd(keys::ALL_QUEUES, "q").await.unwrap();
     let mut pipe = redis::pipe();
-    pipe.sadd(keys::ALL_QUEUES, "q").ignore();
     for i in 0..5001 {
         let id = format!("t{i:05}");
         let m = seed::msg("q", &id, if i == 5000 { "late" } else { "early" }, b"");

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Broker, keys, scripts};
+use super::{Broker, ScanCursor, keys, scripts};
 use crate::error::Result;
 
 /// Keys `SCAN` examines per call (its `COUNT`).
@@ -38,17 +38,18 @@ pub fn queue_of_container_key(key: &str) -> Option<&str> {
 }
 
 impl Broker {
-    /// One `SCAN <cursor> MATCH asynq:{* COUNT 100` step: the next cursor
-    /// (0 when the walk over the keyspace is complete) and the queues named
-    /// by the container keys it returned. Errors: [`Error::Redis`](crate::Error::Redis).
-    pub async fn scan_queue_keys(&self, cursor: u64) -> Result<(u64, BTreeSet<String>)> {
-        let (next, found): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg("asynq:{*")
-            .arg("COUNT")
-            .arg(DISCOVERY_SCAN_COUNT)
-            .query_async(&mut self.conn())
+    /// One `SCAN <cursor> MATCH asynq:{* COUNT 100` step of a walk over
+    /// `masters` (every master of a cluster, [`Broker::scan_masters`];
+    /// empty for a single server; `scan.rs`): where the walk goes on
+    /// (`None` when it is complete) and the queues named by the container
+    /// keys it returned. Errors: [`Error::Redis`](crate::Error::Redis).
+    pub async fn scan_queue_keys(
+        &self,
+        masters: &[(String, u16)],
+        at: ScanCursor,
+    ) -> Result<(Option<ScanCursor>, BTreeSet<String>)> {
+        let (next, found) = self
+            .scan_step(masters, at, "asynq:{*", DISCOVERY_SCAN_COUNT)
             .await?;
         let queues = found
             .iter()

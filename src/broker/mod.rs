@@ -18,7 +18,8 @@
 //!   `waiter.rs` (idle workers' blocking wake-up), `results.rs` (task
 //!   results), `bad_counters.rs` (counters that could not be incremented,
 //!   R6), `recovery.rs` (the recoverer's orphan scan and lease schedule,
-//!   issue 12 R4/R8), `discovery.rs` (finding queues missing from
+//!   issue 12 R4/R8), `scan.rs` (`SCAN` over every master of a cluster,
+//!   or over one slot's master), `discovery.rs` (finding queues missing from
 //!   `asynq:queues`, R14), `pubsub.rs` (the `asynq:cancel` subscription);
 //! - inspecting: `stats/` (queue statistics: one queue's and many queues'
 //!   numbers in one transaction, memory estimates, Redis key tracking, and
@@ -52,10 +53,13 @@ mod queues;
 mod recovery;
 mod results;
 mod samples;
+mod scan;
 mod servers;
+mod slot_errors;
 mod stats;
 mod task_actions;
 mod tasks;
+mod version;
 mod waiter;
 
 /// Arbitrary Redis replies for the reply parsers' property tests.
@@ -75,6 +79,10 @@ pub use left_behind::{SWEEP_SCAN_COUNT, SweepCount};
 pub use page::Page;
 pub use recovery::{ActiveChunk, Adopted, Lacks, ORPHAN_SCAN_CHUNK};
 pub use samples::{MAX_SAMPLES, SAMPLE_WINDOW, samples_key};
+pub use scan::ScanCursor;
+pub use scripts::{strict_form, strict_hashes};
+pub(crate) use slot_errors::note_slot_error;
+pub use slot_errors::slot_errors;
 pub use stats::{DailyStats, GroupInfo, QueueInfo};
 pub(crate) use stats::{KeyKinds, StatsRequest, StatsTracking};
 pub use task_actions::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
@@ -120,7 +128,12 @@ impl Broker {
     /// cannot be reached or refuses the credentials.
     pub async fn connect_with(options: &ConnectOptions) -> Result<Self> {
         let target = options.target()?;
-        let conn = target.shared().await?;
+        let mut conn = target.shared().await?;
+        // Scripts in their strict form on a cluster that checks it
+        // (scripts.rs, COMPATIBILITY.md C-A1).
+        if conn.is_cluster() && version::redis_version(&mut conn).await? >= (7, 0) {
+            scripts::use_strict_form();
+        }
         Ok(Broker {
             conn,
             target: std::sync::Arc::new(target),

@@ -113,24 +113,28 @@ impl Broker {
         since: DateTime<Utc>,
     ) -> Result<Vec<(DateTime<Utc>, i64, i64)>> {
         let key = samples_key(queue);
-        let (exists, members): (bool, Vec<Vec<u8>>) = redis::pipe()
-            .cmd("SISMEMBER")
+        let mut conn = self.conn();
+        // Two commands, not one pipeline: `asynq:queues` and the queue's
+        // samples hash to different slots on a cluster.
+        let exists: bool = redis::cmd("SISMEMBER")
             .arg(keys::ALL_QUEUES)
             .arg(queue)
-            .cmd("ZREVRANGEBYSCORE")
-            .arg(&key)
-            .arg("+inf")
-            .arg(since.timestamp())
-            .arg("LIMIT")
-            .arg(0)
-            .arg(MAX_SAMPLES)
-            .query_async(&mut self.conn())
+            .query_async(&mut conn)
             .await?;
         if !exists {
             return Err(Error::QueueNotFound {
                 queue: queue.to_string(),
             });
         }
+        let members: Vec<Vec<u8>> = redis::cmd("ZREVRANGEBYSCORE")
+            .arg(&key)
+            .arg("+inf")
+            .arg(since.timestamp())
+            .arg("LIMIT")
+            .arg(0)
+            .arg(MAX_SAMPLES)
+            .query_async(&mut conn)
+            .await?;
         let mut samples: Vec<_> = members
             .iter()
             .filter_map(|m| {

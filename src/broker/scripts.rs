@@ -13,32 +13,132 @@
 //!
 //! Every script uses only commands Redis 6.0 has and answers with integer
 //! codes or data, never an error reply.
+//!
+//! **Strict form on a Redis Cluster ≥ 7** (issue 14, COMPATIBILITY.md
+//! C-A1): every script touches keys of one slot only (one queue's
+//! `{<queue>}` tag). Redis 7 holds a script to that only when it opens
+//! with a `#!lua` shebang: an old-style script may touch keys of several
+//! slots as long as one node serves them, which would hide a mistake until
+//! the slots move. So each script exists in two forms, the plain one (as
+//! Go sends) and the strict one (`#!lua`, plus `flags=no-writes` for the
+//! scripts marked `read_only`, which Redis then also runs under OOM); once
+//! this process connects to a Redis Cluster of version 7 or later
+//! ([`use_strict_form`]), every script it sends is the strict one, and a
+//! script reaching outside its slot fails with `ERR Script attempted to
+//! access keys that do not hash to the same slot`. Redis < 7 would not
+//! parse the shebang: there the plain form stays (Redis 6 still refuses a
+//! key of another node).
 // asynq divergence: COMPATIBILITY.md#g1, COMPATIBILITY.md#g2
 
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis::Script;
 
 #[cfg(test)]
 mod tests;
 
+/// Whether scripts are sent in their strict (`#!lua`) form; see the module doc.
+static STRICT: AtomicBool = AtomicBool::new(false);
+
+/// Sends every script in its strict `#!lua` form from now on (called when
+/// the process connects to a Redis Cluster ≥ 7). Never switched back: a
+/// Redis ≥ 7 runs the strict form whatever its mode.
+pub(crate) fn use_strict_form() {
+    STRICT.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`use_strict_form`] was called.
+pub fn strict_form() -> bool {
+    STRICT.load(Ordering::Relaxed)
+}
+
+/// One script in its plain and its strict form; dereferences to the form in
+/// use ([`strict_form`]).
+// asynq divergence: COMPATIBILITY.md#c-a1
+pub(crate) struct Lua {
+    plain: Script,
+    strict: Script,
+}
+
+impl Lua {
+    fn new(code: &str, read_only: bool) -> Lua {
+        let shebang = if read_only {
+            "#!lua flags=no-writes\n"
+        } else {
+            "#!lua\n"
+        };
+        Lua {
+            plain: Script::new(code),
+            strict: Script::new(&format!("{shebang}{code}")),
+        }
+    }
+
+    /// The strict form (tests: its SHA1 is what Redis lists once it ran).
+    pub(crate) fn strict(&self) -> &Script {
+        &self.strict
+    }
+}
+
+impl std::ops::Deref for Lua {
+    type Target = Script;
+
+    fn deref(&self) -> &Script {
+        if strict_form() {
+            &self.strict
+        } else {
+            &self.plain
+        }
+    }
+}
+
+/// Name and strict-form SHA1 of every registered script, for the cluster
+/// pass's audit (tests/zz_cluster_audit.rs): once the suites ran on a
+/// cluster, each of these hashes is loaded on its masters, so each script
+/// ran there in its strict form. Names are the registry's (`ENQUEUE`, ...).
+pub fn strict_hashes() -> Vec<(&'static str, String)> {
+    catalog()
+        .into_iter()
+        .map(|(name, lua)| (name, lua.strict().get_hash().to_string()))
+        .collect()
+}
+
 /// One registered script (tests only): the static's name, its files as
-/// (name without `.lua`, text) in concatenation order, and the script.
+/// (name without `.lua`, text) in concatenation order, whether it is marked
+/// read-only, and the script.
 #[cfg(test)]
 pub(crate) struct Registered {
     pub(crate) name: &'static str,
     pub(crate) files: Vec<(&'static str, &'static str)>,
-    pub(crate) script: &'static Script,
+    pub(crate) read_only: bool,
+    pub(crate) script: &'static Lua,
+}
+
+macro_rules! read_only {
+    () => {
+        false
+    };
+    (read_only) => {
+        true
+    };
 }
 
 macro_rules! scripts {
-    ($( $(#[$doc:meta])* $name:ident => [$($file:literal),+]; )*) => {
+    ($( $(#[$doc:meta])* $name:ident => [$($file:literal),+] $($ro:ident)?; )*) => {
         $(
             $(#[$doc])*
-            pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
-                Script::new(concat!($(include_str!(concat!("scripts/", $file, ".lua"))),+))
+            pub(crate) static $name: LazyLock<Lua> = LazyLock::new(|| {
+                Lua::new(
+                    concat!($(include_str!(concat!("scripts/", $file, ".lua"))),+),
+                    read_only!($($ro)?),
+                )
             });
         )*
+
+        /// Every script with its name.
+        fn catalog() -> Vec<(&'static str, &'static Lua)> {
+            vec![$((stringify!($name), &*$name)),*]
+        }
 
         /// Every script with its files, in the order they are concatenated
         /// (`lib/` files first, the operation's own file last), for the
@@ -48,6 +148,7 @@ macro_rules! scripts {
             vec![$(Registered {
                 name: stringify!($name),
                 files: vec![$(($file, include_str!(concat!("scripts/", $file, ".lua")))),+],
+                read_only: read_only!($($ro)?),
                 script: &*$name,
             }),*]
         }
@@ -82,9 +183,9 @@ scripts! {
     /// Move an undecodable leased task to the archive, msg untouched.
     ARCHIVE_UNDECODABLE => ["lib/trim_archive", "archive_undecodable"];
     /// Messages of tasks whose lease expired (asynq rdb.ListLeaseExpired).
-    LIST_LEASE_EXPIRED => ["list_lease_expired"];
+    LIST_LEASE_EXPIRED => ["list_lease_expired"] read_only;
     /// One chunk of active checked against lease and task keys (asynqdeck orphan scan, issue 12 R4).
-    SCAN_ACTIVE => ["scan_active"];
+    SCAN_ACTIVE => ["scan_active"] read_only;
     /// Give a lease-less active task an expired lease, or drop an id whose task key is gone (issue 12 R4).
     ADOPT_ORPHAN => ["adopt_orphan"];
     /// Confirm a queue missing from asynq:queues holds tasks and clear its leftover paused flag (issue 12 R14).
@@ -94,9 +195,9 @@ scripts! {
     /// Return stale aggregation sets to their groups (asynq rdb.ReclaimStaleAggregationSets).
     RECLAIM_STALE_AGGREGATION_SETS => ["reclaim_stale_aggregation_sets"];
     /// One page of a task container with msg, result and score (asynq rdb.listMessages / listZSetEntries).
-    LIST_TASKS => ["list_tasks"];
+    LIST_TASKS => ["list_tasks"] read_only;
     /// Read one task with its state and due time (asynq rdb.GetTaskInfo).
-    GET_TASK_INFO => ["get_task_info"];
+    GET_TASK_INFO => ["get_task_info"] read_only;
     /// Move one task to pending (asynq rdb.RunTask).
     RUN_TASK => ["lib/remove_from_container", "run_task"];
     /// Move one task to the archive and trim it (asynq rdb.ArchiveTask).
@@ -114,15 +215,15 @@ scripts! {
     /// Replace a scheduled task's msg, compare-and-set (asynq rdb.UpdateTaskPayload).
     UPDATE_TASK_PAYLOAD => ["update_task_payload"];
     /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).
-    QUEUE_STATS => ["lib/queue_counts", "queue_stats"];
+    QUEUE_STATS => ["lib/queue_counts", "queue_stats"] read_only;
     /// Pending sizes, latencies, other sizes asked for and growth samples of many queues, errors caught per queue (dashboard snapshot, inside a MULTI).
-    QUEUES_STATS => ["queues_stats"];
+    QUEUES_STATS => ["queues_stats"] read_only;
     /// Sampled memory estimate of one queue (asynq rdb.memoryUsage, guarded form).
-    QUEUE_MEMORY_USAGE => ["lib/memory_usage", "queue_memory_usage"];
+    QUEUE_MEMORY_USAGE => ["lib/memory_usage", "queue_memory_usage"] read_only;
     /// Sampled memory estimates of many queues, errors caught per queue (dashboard memory run).
-    QUEUES_MEMORY_USAGE => ["lib/memory_usage", "queues_memory_usage"];
+    QUEUES_MEMORY_USAGE => ["lib/memory_usage", "queues_memory_usage"] read_only;
     /// Groups of a queue with their sizes (asynq rdb.GroupStats).
-    GROUP_STATS => ["group_stats"];
+    GROUP_STATS => ["group_stats"] read_only;
     /// Remove a queue, forced or only when empty (asynq rdb.RemoveQueue).
     DELETE_QUEUE => ["delete_queue"];
     /// Store a server's info and workers (asynq rdb.WriteServerState).

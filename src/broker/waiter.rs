@@ -36,36 +36,7 @@ impl Broker {
     /// (Redis < 6.2). Errors: [`Error::Redis`](crate::Error::Redis).
     pub async fn pending_waiter(&self, queue: &str) -> Result<Option<PendingWaiter>> {
         let mut conn = self.target.dedicated().await?;
-        // On a cluster, any node's version stands for the cluster's.
-        let info: String = match conn.as_cluster() {
-            Some(c) => {
-                let v = c
-                    .route_command(
-                        redis::cmd("INFO").arg("server").clone(),
-                        redis::cluster_routing::RoutingInfo::SingleNode(
-                            redis::cluster_routing::SingleNodeRoutingInfo::Random,
-                        ),
-                    )
-                    .await?;
-                redis::from_redis_value(v)
-                    .map_err(|e| crate::Error::Internal(format!("INFO server reply: {e}")))?
-            }
-            None => {
-                redis::cmd("INFO")
-                    .arg("server")
-                    .query_async(&mut conn)
-                    .await?
-            }
-        };
-        let version = info
-            .lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))
-            .unwrap_or("0");
-        let mut parts = version
-            .trim()
-            .split('.')
-            .map(|p| p.parse::<u32>().unwrap_or(0));
-        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        let (major, minor) = super::version::redis_version(&mut conn).await?;
         if (major, minor) < (6, 2) {
             return Ok(None);
         }

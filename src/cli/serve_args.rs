@@ -310,6 +310,14 @@ impl ServeArgs {
         mut redis: ConnectOptions,
         mut warnings: Vec<String>,
     ) -> Result<ServeConfig, String> {
+        // Options naming no one deployment (a `redis-sentinel://` URL
+        // without `master=`, say) are refused here, not at connect.
+        if let Err(e) = redis.topology() {
+            return Err(match e {
+                crate::Error::InvalidArgument(m) => m,
+                other => other.to_string(),
+            });
+        }
         if let Some(name) = non_empty(&self.redis_tls) {
             redis.tls = true;
             let host = redis.display_address();

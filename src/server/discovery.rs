@@ -14,7 +14,8 @@
 //!   again within seconds of its next task. The cost follows deletions, not
 //!   the number of queues or keys.
 //! - **Queues it never saw** (deleted before this process started): a walk
-//!   over the keyspace with `SCAN … COUNT 100` (never `KEYS`), at most
+//!   over the keyspace with `SCAN … COUNT 100` (never `KEYS`; on a
+//!   Redis Cluster every master in turn, `DBSIZE` summed), at most
 //!   [`MAX_STEPS_PER_TICK`] steps a tick. Redis visits every key of the
 //!   database on the way (≈ 0.8–1 µs each on Redis 7.0, task hashes
 //!   included, whatever the `MATCH`), so the walk is capped at 2,000 keys
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::ticker::{FirstTick, Ticker};
-use crate::broker::{Broker, DISCOVERY_SCAN_COUNT};
+use crate::broker::{Broker, DISCOVERY_SCAN_COUNT, ScanCursor};
 use crate::error::Result;
 
 pub use super::defaults::DEFAULT_DISCOVERY_INTERVAL;
@@ -64,7 +65,10 @@ pub struct DiscoveryOutcome {
 #[derive(Debug)]
 pub struct QueueDiscovery {
     broker: Broker,
-    cursor: u64,
+    cursor: ScanCursor,
+    /// The masters this cycle walks (a cluster's, one after the other;
+    /// empty for a single server), read at the cycle's start.
+    masters: Vec<(String, u16)>,
     /// `None` between cycles: the next tick sizes a new cycle.
     steps_per_tick: Option<u64>,
     ticks: u64,
@@ -79,7 +83,8 @@ impl QueueDiscovery {
     pub fn new(broker: Broker) -> Self {
         QueueDiscovery {
             broker,
-            cursor: 0,
+            cursor: ScanCursor::START,
+            masters: Vec::new(),
             steps_per_tick: None,
             ticks: 0,
             listed: HashSet::new(),
@@ -109,20 +114,26 @@ impl QueueDiscovery {
                 let keys = self.broker.key_count().await?;
                 let per_tick = DISCOVERY_SCAN_COUNT as u64 * CYCLE_TICKS;
                 let n = keys.div_ceil(per_tick).clamp(1, MAX_STEPS_PER_TICK);
-                self.cursor = 0;
+                self.masters = self.broker.scan_masters().await?;
+                self.cursor = ScanCursor::START;
                 self.steps_per_tick = Some(n);
                 n
             }
         };
         let mut found = BTreeSet::new();
         for _ in 0..steps {
-            let (next, queues) = self.broker.scan_queue_keys(self.cursor).await?;
+            let (next, queues) = self
+                .broker
+                .scan_queue_keys(&self.masters, self.cursor)
+                .await?;
             found.extend(queues);
-            self.cursor = next;
-            if next == 0 {
-                out.cycle_done = true;
-                self.steps_per_tick = None;
-                break;
+            match next {
+                Some(next) => self.cursor = next,
+                None => {
+                    out.cycle_done = true;
+                    self.steps_per_tick = None;
+                    break;
+                }
             }
         }
         for queue in self.broker.unlisted_queues(&found).await? {

@@ -50,7 +50,7 @@ pub struct Clocked {
     pub client: asynqdeck::Client,
     pub inspector: asynqdeck::Inspector,
     pub clock: SimulatedClock,
-    pub conn: redis::aio::MultiplexedConnection,
+    pub conn: super::redis::RawConn,
 }
 
 /// [`Clocked`] on a fresh database, its clock at `at`.

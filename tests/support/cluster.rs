@@ -147,12 +147,17 @@ impl LocalCluster {
         }
     }
 
-    /// The port of the master serving `key`.
-    pub fn port_of(&self, key: &str) -> u16 {
-        let slot: u16 = cli(self.ports[0], &["CLUSTER", "KEYSLOT", key])
+    /// The slot of `key` (`CLUSTER KEYSLOT`).
+    pub fn keyslot(&self, key: &str) -> u16 {
+        cli(self.ports[0], &["CLUSTER", "KEYSLOT", key])
             .trim()
             .parse()
-            .unwrap();
+            .unwrap()
+    }
+
+    /// The port of the master serving `key`.
+    pub fn port_of(&self, key: &str) -> u16 {
+        let slot = self.keyslot(key);
         for &p in &self.ports {
             let shards = cli(p, &["CLUSTER", "NODES"]);
             for line in shards.lines() {
@@ -185,6 +190,60 @@ impl LocalCluster {
                         Some((_, c)) => *c += n,
                         None => out.push((name.to_string(), n)),
                     }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl LocalCluster {
+    /// Which of `hashes` (script SHA1s) are loaded on at least one master
+    /// (`SCRIPT EXISTS` on each).
+    pub fn loaded_scripts(&self, hashes: &[String]) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        let mut args = vec!["SCRIPT", "EXISTS"];
+        args.extend(hashes.iter().map(String::as_str));
+        for &p in &self.ports {
+            let reply = cli(p, &args);
+            for (h, flag) in hashes.iter().zip(reply.lines()) {
+                if flag.trim() == "1" {
+                    out.insert(h.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// `INFO commandstats` summed over the masters, for the commands that
+    /// failed or were rejected: `(command, rejected_calls, failed_calls)`.
+    pub fn command_failures(&self) -> Vec<(String, u64, u64)> {
+        let mut out: Vec<(String, u64, u64)> = Vec::new();
+        for &p in &self.ports {
+            for line in cli(p, &["INFO", "commandstats"]).lines() {
+                let Some(rest) = line.trim().strip_prefix("cmdstat_") else {
+                    continue;
+                };
+                let Some((name, fields)) = rest.split_once(':') else {
+                    continue;
+                };
+                let field = |f: &str| -> u64 {
+                    fields
+                        .split(',')
+                        .find_map(|kv| kv.strip_prefix(f)?.strip_prefix('='))
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0)
+                };
+                let (rejected, failed) = (field("rejected_calls"), field("failed_calls"));
+                if rejected + failed == 0 {
+                    continue;
+                }
+                match out.iter_mut().find(|(k, _, _)| k == name) {
+                    Some((_, r, f)) => {
+                        *r += rejected;
+                        *f += failed;
+                    }
+                    None => out.push((name.to_string(), rejected, failed)),
                 }
             }
         }

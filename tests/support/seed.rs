@@ -12,12 +12,12 @@
 //! that name (`scheduled`, `retry`, `archived`, `completed`) scored
 //! `score`.
 
+use super::redis::RawConn as Conn;
 use asynqdeck::broker::proto::{ServerInfo, TaskMessage, WorkerInfo};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::{Client, EnqueueOptions, Task};
 use prost::Message;
 use redis::AsyncCommands;
-use redis::aio::MultiplexedConnection as Conn;
 
 use super::TestDb;
 use super::clock::{now, ts};

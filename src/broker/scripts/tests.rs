@@ -412,3 +412,84 @@ fn call_sites_pass_the_documented_keys_and_args() {
     assert!(checked > 20, "only {checked} call sites found");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Commands our scripts call that never write.
+const READ_COMMANDS: [&str; 17] = [
+    "EXISTS",
+    "GET",
+    "HGET",
+    "HMGET",
+    "LINDEX",
+    "LLEN",
+    "LRANGE",
+    "MEMORY",
+    "MGET",
+    "SMEMBERS",
+    "TYPE",
+    "ZCARD",
+    "ZRANGE",
+    "ZRANGEBYSCORE",
+    "ZREVRANGE",
+    "ZREVRANGEBYSCORE",
+    "ZSCORE",
+];
+
+/// The commands a script's text calls by name (`redis.call("X"` and
+/// `redis.pcall("X"`), and whether it calls one through a variable.
+fn called(text: &str) -> (BTreeSet<String>, bool) {
+    let mut names = BTreeSet::new();
+    let mut by_variable = false;
+    for call in ["redis.call(", "redis.pcall("] {
+        for (at, _) in text.match_indices(call) {
+            let rest = &text[at + call.len()..];
+            match rest.strip_prefix('"') {
+                Some(r) => {
+                    names.insert(r[..r.find('"').unwrap()].to_string());
+                }
+                // lib/memory_usage reads with `redis.call(range, ...)`,
+                // `range` being "ZRANGE" or "LRANGE".
+                None if rest.starts_with("range,") => {
+                    names.insert("ZRANGE".into());
+                }
+                None => by_variable = true,
+            }
+        }
+    }
+    (names, by_variable)
+}
+
+/// A script marked `read_only` (strict form `#!lua flags=no-writes`) calls
+/// read commands only; every other script writes. Redis refuses a write
+/// from a `no-writes` script, and refuses an unmarked script under OOM, so
+/// the marks must follow the code.
+#[test]
+fn read_only_marks_follow_the_commands() {
+    for reg in all() {
+        let text: String = reg.files.iter().map(|(_, t)| *t).collect();
+        let (names, by_variable) = called(&text);
+        let writes: Vec<_> = names
+            .iter()
+            .filter(|n| !READ_COMMANDS.contains(&n.as_str()))
+            .collect();
+        let reads_only = writes.is_empty() && !by_variable;
+        assert_eq!(
+            reg.read_only, reads_only,
+            "{}: marked read_only {} but calls {names:?} (variable: {by_variable})",
+            reg.name, reg.read_only
+        );
+        let strict = reg.script.strict();
+        let code = &text;
+        let expected_first = if reg.read_only {
+            "#!lua flags=no-writes"
+        } else {
+            "#!lua"
+        };
+        assert_ne!(strict.get_hash(), redis::Script::new(code).get_hash());
+        assert_eq!(
+            strict.get_hash(),
+            redis::Script::new(&format!("{expected_first}\n{code}")).get_hash(),
+            "{}",
+            reg.name
+        );
+    }
+}
