@@ -40,15 +40,14 @@ pub fn queue_of_container_key(key: &str) -> Option<&str> {
 impl Broker {
     /// One `SCAN <cursor> MATCH asynq:{* COUNT 100` step: the next cursor
     /// (0 when the walk over the keyspace is complete) and the queues named
-    /// by the container keys it returned. Errors: [`Error::Redis`](crate::Error::Redis).
+    /// by the container keys it returned. On a cluster the walk goes over
+    /// every master in turn ([`Broker::scan_each_master`]; the cursor is
+    /// opaque). Errors: [`Error::Redis`](crate::Error::Redis),
+    /// [`Error::Internal`](crate::Error::Internal) (a node's cursor too
+    /// large).
     pub async fn scan_queue_keys(&self, cursor: u64) -> Result<(u64, BTreeSet<String>)> {
-        let (next, found): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg("asynq:{*")
-            .arg("COUNT")
-            .arg(DISCOVERY_SCAN_COUNT)
-            .query_async(&mut self.conn())
+        let (next, found) = self
+            .scan_each_master(cursor, "asynq:{*", DISCOVERY_SCAN_COUNT)
             .await?;
         let queues = found
             .iter()
@@ -59,8 +58,6 @@ impl Broker {
         Ok((next, queues))
     }
 
-    /// Number of keys in the database (`DBSIZE`), to size a discovery
-    /// cycle. Errors: [`Error::Redis`](crate::Error::Redis).
     /// Which of `queues` are missing from `asynq:queues`: one pipelined
     /// `SISMEMBER` each (O(found), not O(all queues) as `SMEMBERS` would
     /// be at every tick). Errors: [`Error::Redis`](crate::Error::Redis).
@@ -81,6 +78,9 @@ impl Broker {
             .collect())
     }
 
+    /// Number of keys in the database (`DBSIZE`; on a cluster redis-rs
+    /// sends it to every master and sums the replies), to size a discovery
+    /// cycle. Errors: [`Error::Redis`](crate::Error::Redis).
     pub async fn key_count(&self) -> Result<u64> {
         Ok(redis::cmd("DBSIZE").query_async(&mut self.conn()).await?)
     }

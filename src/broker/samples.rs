@@ -113,19 +113,22 @@ impl Broker {
         since: DateTime<Utc>,
     ) -> Result<Vec<(DateTime<Utc>, i64, i64)>> {
         let key = samples_key(queue);
-        let (exists, members): (bool, Vec<Vec<u8>>) = redis::pipe()
-            .cmd("SISMEMBER")
-            .arg(keys::ALL_QUEUES)
-            .arg(queue)
-            .cmd("ZREVRANGEBYSCORE")
+        // Two slots (asynq:queues and the queue's): two commands, sent
+        // together on the multiplexed connection.
+        let (mut c1, mut c2) = (self.conn(), self.conn());
+        let mut member = redis::cmd("SISMEMBER");
+        member.arg(keys::ALL_QUEUES).arg(queue);
+        let listed = member.query_async::<bool>(&mut c1);
+        let mut range = redis::cmd("ZREVRANGEBYSCORE");
+        range
             .arg(&key)
             .arg("+inf")
             .arg(since.timestamp())
             .arg("LIMIT")
             .arg(0)
-            .arg(MAX_SAMPLES)
-            .query_async(&mut self.conn())
-            .await?;
+            .arg(MAX_SAMPLES);
+        let members = range.query_async::<Vec<Vec<u8>>>(&mut c2);
+        let (exists, members) = futures_util::try_join!(listed, members)?;
         if !exists {
             return Err(Error::QueueNotFound {
                 queue: queue.to_string(),

@@ -24,6 +24,7 @@
 //! re-exported here.
 
 mod actions;
+mod cluster;
 pub mod errgroups;
 mod info;
 mod left_behind;
@@ -40,7 +41,8 @@ pub use crate::broker::SweepCount;
 pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
 pub use errgroups::ErrGroup;
-pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
+pub use cluster::ClusterNode;
+pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, parse_info};
 pub use left_behind::SweepBudget;
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
