@@ -5,6 +5,7 @@ mod support;
 
 mod cli;
 mod client;
+mod cluster_dashboard;
 mod dashboard_stats;
 mod engine_broker;
 mod inspector_queues;

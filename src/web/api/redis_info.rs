@@ -55,6 +55,7 @@ struct RedisInfoResponse {
     /// asynqdeck only (asynqmon's UI ignores it): every node of the
     /// cluster connected to with `--redis-cluster-nodes`; `null` otherwise.
     // asynqmon divergence: COMPATIBILITY.md#c-b2
+    #[serde(skip_serializing_if = "Option::is_none")]
     nodes: Option<Vec<NodeJson>>,
 }
 
