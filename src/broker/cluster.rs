@@ -183,7 +183,9 @@ impl Broker {
         }
         .unwrap_or_else(|| {
             let addr = self.target.address();
-            addr.rsplit_once(':').map(|(h, _)| h.to_string()).unwrap_or(addr)
+            addr.rsplit_once(':')
+                .map(|(h, _)| h.to_string())
+                .unwrap_or(addr)
         });
         Ok((parse_cluster_nodes(&text, &fallback), text))
     }

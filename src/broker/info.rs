@@ -202,11 +202,15 @@ impl Broker {
     ///
     /// Errors: [`Error::Redis`]; [`Error::Internal`] for a cluster with no
     /// master serving slots.
+    // asynqmon divergence: COMPATIBILITY.md#c-b4
     async fn cluster_redis_info(&self) -> Result<RawRedisInfo> {
         let (nodes, raw_nodes) = self.cluster_nodes_raw().await?;
         let infos: Vec<RawNodeInfo> = stream::iter(nodes.iter().cloned())
             .map(|node| async move {
-                let info = match self.on_node(&node.host, node.port, redis::cmd("INFO")).await {
+                let info = match self
+                    .on_node(&node.host, node.port, redis::cmd("INFO"))
+                    .await
+                {
                     Ok(v) => redis::from_redis_value::<String>(v).map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 };
@@ -218,9 +222,7 @@ impl Broker {
         let first = infos
             .iter()
             .find(|n| n.node.role == "master" && !n.node.slots.is_empty() && n.info.is_ok())
-            .ok_or_else(|| {
-                Error::Internal("no master of the cluster answered INFO".to_string())
-            })?;
+            .ok_or_else(|| Error::Internal("no master of the cluster answered INFO".to_string()))?;
         let info = first.info.clone().unwrap_or_default();
         let address = first.node.addr();
         let mut cluster_cmd = redis::cmd("CLUSTER");
@@ -235,17 +237,18 @@ impl Broker {
             .into_iter()
             .map(|q| {
                 let slot = key_slot(keys::pending_key(&q).as_bytes());
-                let serving: Vec<String> = match nodes.iter().find(|n| n.role == "master" && n.serves(slot)) {
-                    None => Vec::new(),
-                    Some(m) => std::iter::once(m.addr())
-                        .chain(
-                            nodes
-                                .iter()
-                                .filter(|r| r.master_id.as_deref() == Some(m.id.as_str()))
-                                .map(ClusterNode::addr),
-                        )
-                        .collect(),
-                };
+                let serving: Vec<String> =
+                    match nodes.iter().find(|n| n.role == "master" && n.serves(slot)) {
+                        None => Vec::new(),
+                        Some(m) => std::iter::once(m.addr())
+                            .chain(
+                                nodes
+                                    .iter()
+                                    .filter(|r| r.master_id.as_deref() == Some(m.id.as_str()))
+                                    .map(ClusterNode::addr),
+                            )
+                            .collect(),
+                    };
                 (q, i64::from(slot), serving)
             })
             .collect();

@@ -4,6 +4,7 @@
 //! [`CLUSTER_IN_FLIGHT`] at a time. redis-rs keeps one multiplexed
 //! connection per node, so the commands bound for one node travel
 //! pipelined on it all the same.
+// asynq divergence: COMPATIBILITY.md#c-b6
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use redis::Value;
@@ -29,7 +30,11 @@ impl Broker {
     ///
     /// Errors: [`Error::Redis`](crate::Error::Redis) when Redis cannot be
     /// reached.
-    pub(crate) async fn each_command(&self, cmds: Vec<redis::Cmd>, chunk: usize) -> Result<Vec<Value>> {
+    pub(crate) async fn each_command(
+        &self,
+        cmds: Vec<redis::Cmd>,
+        chunk: usize,
+    ) -> Result<Vec<Value>> {
         let conn = self.conn();
         if conn.is_cluster() {
             let replies: Vec<Value> = stream::iter(cmds)

@@ -7,6 +7,7 @@
 //! [`Broker::scan_slot_owner`] walks only the master serving one slot (all
 //! keys of one queue live there). Outside a cluster both are a plain
 //! `SCAN` step.
+// asynq divergence: COMPATIBILITY.md#c-b5
 
 use redis::Value;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};

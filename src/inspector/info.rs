@@ -115,7 +115,11 @@ impl Inspector {
                 .iter()
                 .map(|n| {
                     let info = n.info.as_ref().map(|t| parse_info(t)).ok();
-                    let get = |k: &str| info.as_ref().and_then(|i| i.get(k)).map(|v| v.trim().to_string());
+                    let get = |k: &str| {
+                        info.as_ref()
+                            .and_then(|i| i.get(k))
+                            .map(|v| v.trim().to_string())
+                    };
                     let addr = n.node.addr();
                     NodeInfo {
                         id: n.node.id.clone(),

@@ -40,8 +40,8 @@ pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
 pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
-pub use errgroups::ErrGroup;
 pub use cluster::ClusterNode;
+pub use errgroups::ErrGroup;
 pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, parse_info};
 pub use left_behind::SweepBudget;
 pub use samples::{

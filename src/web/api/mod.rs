@@ -30,11 +30,11 @@
 //! mutations are refused with 403 by `security.rs`.
 // asynqmon divergence: COMPATIBILITY.md#a1, COMPATIBILITY.md#a2
 
+mod cluster;
 mod go_format;
 mod left_behind;
 mod model;
 mod queues;
-mod cluster;
 mod redis_info;
 mod servers;
 mod task_actions;

@@ -79,7 +79,13 @@ fn slot_ranges(slots: &[(u16, u16)]) -> String {
     }
     slots
         .iter()
-        .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+        .map(|(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
