@@ -13,7 +13,9 @@
 //! memory),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
 //! (servers with their workers, scheduler entries and events), `info.rs`
-//! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
+//! (Redis `INFO` and cluster facts, every node of a Cluster), `cluster.rs`
+//! (a queue's hash slot and nodes, Go `ClusterKeySlot`/`ClusterNodes`),
+//! `left_behind.rs` (left-behind task
 //! hashes: check and bounded sweep), `samples.rs` (the outage signal: retry
 //! growth from asynqdeck's own samples), `actions.rs` (which actions a
 //! task state allows, one table; one task, a list of ids, a whole
