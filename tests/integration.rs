@@ -6,6 +6,7 @@ mod support;
 mod acl_topology;
 mod cli;
 mod client;
+mod cluster_dashboard;
 mod cluster_interop;
 mod cluster_queue_names;
 mod dashboard_stats;

@@ -5,8 +5,11 @@
 //! and asynq's `rdb.ClusterKeySlot` / `rdb.ClusterNodes`
 //! (`internal/rdb/inspect.go`). Read-only; no script.
 
+use futures_util::stream::{self, StreamExt};
 use redis::Value;
 
+use super::cluster::{ClusterNode, join_host_port, key_slot};
+use super::per_key::CLUSTER_IN_FLIGHT;
 use super::{Broker, keys};
 use crate::error::{Error, Result};
 
@@ -24,6 +27,15 @@ pub(crate) struct RawRedisInfo {
     pub cluster: Option<RawClusterInfo>,
 }
 
+/// One node of a Redis Cluster and its own `INFO`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RawNodeInfo {
+    /// The node as `CLUSTER NODES` lists it.
+    pub node: ClusterNode,
+    /// Its `INFO` reply, or why it could not be read.
+    pub info: std::result::Result<String, String>,
+}
+
 /// Cluster facts read from a cluster-enabled node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RawClusterInfo {
@@ -35,6 +47,9 @@ pub(crate) struct RawClusterInfo {
     /// (`CLUSTER KEYSLOT asynq:{<q>}:pending`) and the `host:port` of every
     /// node serving that slot, master first (from `CLUSTER SLOTS`).
     pub queues: Vec<(String, i64, Vec<String>)>,
+    /// Every node with its `INFO`, sorted by address; empty when connected
+    /// to one node of a cluster as to a standalone server.
+    pub each_node: Vec<RawNodeInfo>,
 }
 
 /// Whether an `INFO` reply says cluster mode is on (`cluster_enabled:1`).
@@ -58,16 +73,6 @@ fn as_text(v: &Value) -> Option<String> {
         Value::SimpleString(s) => Some(s.clone()),
         Value::VerbatimString { text, .. } => Some(text.clone()),
         _ => None,
-    }
-}
-
-/// `host:port`, with the host in brackets when it is an IPv6 address (as
-/// Go's `net.JoinHostPort`).
-fn join_host_port(host: &str, port: i64) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
     }
 }
 
@@ -117,6 +122,9 @@ impl Broker {
     /// a `CLUSTER` command), [`Error::Internal`] when `CLUSTER KEYSLOT`
     /// answers something other than an integer.
     pub(crate) async fn redis_info(&self) -> Result<RawRedisInfo> {
+        if self.conn.is_cluster() {
+            return self.cluster_redis_info().await;
+        }
         let mut conn = self.conn();
         let info: String = redis::cmd("INFO").query_async(&mut conn).await?;
         let address = self.target.address();
@@ -178,6 +186,80 @@ impl Broker {
                 info: cluster_info,
                 nodes,
                 queues,
+                each_node: Vec::new(),
+            }),
+        })
+    }
+
+    /// [`Broker::redis_info`] on a Redis Cluster connection: `CLUSTER
+    /// NODES` once, then `INFO` on every node (by address, all at once up
+    /// to [`CLUSTER_IN_FLIGHT`]), `CLUSTER INFO` on the first master. The
+    /// top-level `INFO` and address are the first master's. Each queue's
+    /// slot is computed here (the hash of `asynq:{<q>}:pending`, what
+    /// `CLUSTER KEYSLOT` answers) and its nodes are the master serving the
+    /// slot then that master's replicas. A node whose `INFO` fails keeps
+    /// its error; the call fails only when no master answers.
+    ///
+    /// Errors: [`Error::Redis`]; [`Error::Internal`] for a cluster with no
+    /// master serving slots.
+    // asynqmon divergence: COMPATIBILITY.md#c-b4
+    async fn cluster_redis_info(&self) -> Result<RawRedisInfo> {
+        let (nodes, raw_nodes) = self.cluster_nodes_raw().await?;
+        let infos: Vec<RawNodeInfo> = stream::iter(nodes.iter().cloned())
+            .map(|node| async move {
+                let info = match self
+                    .on_node(&node.host, node.port, redis::cmd("INFO"))
+                    .await
+                {
+                    Ok(v) => redis::from_redis_value::<String>(v).map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                RawNodeInfo { node, info }
+            })
+            .buffered(CLUSTER_IN_FLIGHT)
+            .collect()
+            .await;
+        let first = infos
+            .iter()
+            .find(|n| n.node.role == "master" && !n.node.slots.is_empty() && n.info.is_ok())
+            .ok_or_else(|| Error::Internal("no master of the cluster answered INFO".to_string()))?;
+        let info = first.info.clone().unwrap_or_default();
+        let address = first.node.addr();
+        let mut cluster_cmd = redis::cmd("CLUSTER");
+        cluster_cmd.arg("INFO");
+        let cluster_info: String = redis::from_redis_value(
+            self.on_node(&first.node.host, first.node.port, cluster_cmd)
+                .await?,
+        )
+        .map_err(|e| Error::Internal(format!("CLUSTER INFO replied: {e}")))?;
+        let names = self.all_queues().await?;
+        let queues = names
+            .into_iter()
+            .map(|q| {
+                let slot = key_slot(keys::pending_key(&q).as_bytes());
+                let serving: Vec<String> =
+                    match nodes.iter().find(|n| n.role == "master" && n.serves(slot)) {
+                        None => Vec::new(),
+                        Some(m) => std::iter::once(m.addr())
+                            .chain(
+                                nodes
+                                    .iter()
+                                    .filter(|r| r.master_id.as_deref() == Some(m.id.as_str()))
+                                    .map(ClusterNode::addr),
+                            )
+                            .collect(),
+                    };
+                (q, i64::from(slot), serving)
+            })
+            .collect();
+        Ok(RawRedisInfo {
+            address,
+            info,
+            cluster: Some(RawClusterInfo {
+                info: cluster_info,
+                nodes: raw_nodes,
+                queues,
+                each_node: infos,
             }),
         })
     }

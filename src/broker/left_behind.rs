@@ -58,6 +58,8 @@ impl Broker {
     /// `delete`, deletes them (releasing their uniqueness locks). Returns the
     /// next cursor (0: the sweep is done) and the step's numbers. A key
     /// created or deleted meanwhile may or may not be seen (SCAN's rule).
+    /// On a cluster the `SCAN` goes to the master serving the queue's slot,
+    /// where all its task hashes are ([`Broker::scan_slot_of`]).
     ///
     /// Errors: [`Error::Redis`]; [`Error::Internal`] for a malformed reply.
     pub(crate) async fn left_behind_step(
@@ -67,13 +69,9 @@ impl Broker {
         delete: bool,
     ) -> Result<(u64, SweepCount)> {
         let prefix = keys::task_key_prefix(queue);
-        let (next, found_keys): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("{}*", glob_escape(&prefix)))
-            .arg("COUNT")
-            .arg(SWEEP_SCAN_COUNT)
-            .query_async(&mut self.conn())
+        let pattern = format!("{}*", glob_escape(&prefix));
+        let (next, found_keys) = self
+            .scan_slot_of(&prefix, cursor, &pattern, SWEEP_SCAN_COUNT)
             .await?;
         let mut count = SweepCount {
             scanned: found_keys.len() as u64,

@@ -31,7 +31,11 @@
 //!   `left_behind.rs` (the sweep of left-behind task hashes), `servers.rs`
 //!   (servers, workers, scheduler entries, cancel), `info.rs` (`INFO` and
 //!   cluster facts for the Redis page), `samples.rs` (asynqdeck's own
-//!   outage-signal series, `asynqdeck:{<queue>}:samples`).
+//!   outage-signal series, `asynqdeck:{<queue>}:samples`);
+//! - deployments: `conn/` (standalone, Cluster, Sentinel), `cluster.rs`
+//!   (a cluster's nodes, a key's hash slot, a command to one node),
+//!   `scan.rs` (`SCAN` walks over every master), `per_key.rs` (one
+//!   command per key: a pipeline on one server, concurrent on a cluster).
 //!
 //! Nothing here imports from the layers above (inspector, server, web,
 //! cli, demo, client): they call into the broker.
@@ -41,6 +45,7 @@ pub mod proto;
 pub(crate) mod scripts;
 
 mod bad_counters;
+mod cluster;
 mod conn;
 mod discovery;
 mod engine;
@@ -48,6 +53,7 @@ mod enqueue;
 mod info;
 mod left_behind;
 mod page;
+mod per_key;
 mod pubsub;
 mod queues;
 mod recovery;
@@ -67,6 +73,7 @@ mod waiter;
 mod test_values;
 
 pub use bad_counters::bad_counters;
+pub use cluster::{CLUSTER_SLOTS, ClusterNode, key_slot};
 pub(crate) use conn::{Conn, Target};
 pub use conn::{ConnectOptions, DEFAULT_REDIS_URL, Failover, SentinelOptions, Topology};
 pub use discovery::{DISCOVERY_SCAN_COUNT, queue_of_container_key};

@@ -237,27 +237,25 @@ impl Broker {
         Ok(members)
     }
 
-    /// Runs `command` on every key, [`READ_CHUNK`] keys per pipeline, and
-    /// returns the replies in key order.
+    /// Runs `command` on every key, [`READ_CHUNK`] keys per pipeline (on a
+    /// cluster, the keys being of many slots, concurrent single commands:
+    /// [`Broker::each_command`]), and returns the replies in key order.
     async fn read_each(
         &self,
         command: &str,
         extra: &[&str],
         keys: &[String],
     ) -> Result<Vec<Value>> {
-        let mut conn = self.conn();
-        let mut out = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(READ_CHUNK) {
-            let mut pipe = redis::pipe();
-            // A key of the wrong type answers with an error value, skipped by the callers.
-            pipe.ignore_errors();
-            for key in chunk {
-                pipe.cmd(command).arg(key).arg(extra);
-            }
-            let replies: Vec<Value> = pipe.query_async(&mut conn).await?;
-            out.extend(replies);
-        }
-        Ok(out)
+        // A key of the wrong type answers Nil, skipped by the callers.
+        let cmds = keys
+            .iter()
+            .map(|key| {
+                let mut cmd = redis::cmd(command);
+                cmd.arg(key).arg(extra);
+                cmd
+            })
+            .collect();
+        self.each_command(cmds, READ_CHUNK).await
     }
 
     /// Live servers and the in-flight tasks of live workers hashes (Go
@@ -358,14 +356,16 @@ impl Broker {
             offset += len;
         }
         let mut entries = Vec::new();
-        let mut conn = self.conn();
         for chunk in ranges.chunks(READ_CHUNK) {
-            let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for (key, from, to) in chunk {
-                pipe.cmd("LRANGE").arg(*key).arg(*from).arg(*to);
-            }
-            let replies: Vec<Value> = pipe.query_async(&mut conn).await?;
+            let cmds = chunk
+                .iter()
+                .map(|(key, from, to)| {
+                    let mut cmd = redis::cmd("LRANGE");
+                    cmd.arg(*key).arg(*from).arg(*to);
+                    cmd
+                })
+                .collect();
+            let replies = self.each_command(cmds, READ_CHUNK).await?;
             for ((key, _, _), value) in chunk.iter().zip(replies) {
                 let Value::Array(values) = value else {
                     continue;

@@ -25,7 +25,9 @@ pub struct RedisInfo {
     pub cluster: Option<ClusterInfo>,
 }
 
-/// Cluster facts read from the node asynqdeck is connected to.
+/// Cluster facts: `CLUSTER INFO` and `CLUSTER NODES` of one node (the
+/// first master, on a cluster connection), each queue's location and every
+/// node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterInfo {
     /// The `CLUSTER INFO` reply as sent.
@@ -36,6 +38,36 @@ pub struct ClusterInfo {
     pub raw_cluster_nodes: String,
     /// Where each queue lives, sorted by queue name.
     pub queue_locations: Vec<QueueLocation>,
+    /// Every node of the cluster, sorted by address, when asynqdeck is
+    /// connected to the cluster (`--redis-cluster-nodes`); empty when it is
+    /// connected to one cluster node as to a standalone server.
+    pub nodes: Vec<NodeInfo>,
+}
+
+/// One node of a Redis Cluster, for the Redis page: `CLUSTER NODES` facts
+/// and a few fields of the node's own `INFO`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// Node id.
+    pub id: String,
+    /// `host:port`.
+    pub addr: String,
+    /// `master` or `replica`.
+    pub role: String,
+    /// `CLUSTER NODES` flags (`myself`, `fail?`, ...), comma-separated.
+    pub flags: String,
+    /// `connected` or `disconnected` (cluster bus).
+    pub link: String,
+    /// Slot ranges served, inclusive, ascending (empty for a replica).
+    pub slots: Vec<(u16, u16)>,
+    /// `used_memory_human` of its `INFO` (`None` when not reported).
+    pub used_memory_human: Option<String>,
+    /// `instantaneous_ops_per_sec` of its `INFO`.
+    pub ops_per_sec: Option<String>,
+    /// The queues whose slot it serves as master, sorted.
+    pub queues: Vec<String>,
+    /// Why its `INFO` could not be read.
+    pub error: Option<String>,
 }
 
 /// The hash slot of one queue and the nodes serving it (asynqmon's
@@ -78,6 +110,36 @@ impl Inspector {
     pub async fn redis_info(&self) -> Result<RedisInfo> {
         let raw = self.broker.redis_info().await?;
         let cluster = raw.cluster.map(|c| ClusterInfo {
+            nodes: c
+                .each_node
+                .iter()
+                .map(|n| {
+                    let info = n.info.as_ref().map(|t| parse_info(t)).ok();
+                    let get = |k: &str| {
+                        info.as_ref()
+                            .and_then(|i| i.get(k))
+                            .map(|v| v.trim().to_string())
+                    };
+                    let addr = n.node.addr();
+                    NodeInfo {
+                        id: n.node.id.clone(),
+                        role: n.node.role.to_string(),
+                        flags: n.node.flags.join(","),
+                        link: n.node.link.clone(),
+                        slots: n.node.slots.clone(),
+                        used_memory_human: get("used_memory_human"),
+                        ops_per_sec: get("instantaneous_ops_per_sec"),
+                        queues: c
+                            .queues
+                            .iter()
+                            .filter(|(_, _, nodes)| nodes.first() == Some(&addr))
+                            .map(|(q, _, _)| q.clone())
+                            .collect(),
+                        error: n.info.as_ref().err().cloned(),
+                        addr,
+                    }
+                })
+                .collect(),
             cluster_info: parse_info(&c.info),
             raw_cluster_info: c.info,
             raw_cluster_nodes: c.nodes,

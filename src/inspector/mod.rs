@@ -18,7 +18,9 @@
 //! memory),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
 //! (servers with their workers, scheduler entries and events), `info.rs`
-//! (Redis `INFO` and cluster facts), `left_behind.rs` (left-behind task
+//! (Redis `INFO` and cluster facts, every node of a Cluster), `cluster.rs`
+//! (a queue's hash slot and nodes, Go `ClusterKeySlot`/`ClusterNodes`),
+//! `left_behind.rs` (left-behind task
 //! hashes: check and bounded sweep), `samples.rs` (the outage signal: retry
 //! growth from asynqdeck's own samples), `actions.rs` (which actions a
 //! task state allows, one table; one task, a list of ids, a whole
@@ -29,6 +31,7 @@
 //! re-exported here.
 
 mod actions;
+mod cluster;
 pub mod errgroups;
 mod info;
 mod left_behind;
@@ -44,8 +47,9 @@ pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
 pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
+pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;
-pub use info::{ClusterInfo, QueueLocation, RedisInfo, parse_info};
+pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, parse_info};
 pub use left_behind::SweepBudget;
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,

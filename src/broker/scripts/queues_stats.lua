@@ -10,9 +10,11 @@
 -- of key over the queues this script is not asked to read it for (which
 -- proves those sizes 0; the caller reads again when it does not). Plain
 -- commands there cost Redis a fraction of the same reads made from Lua.
--- No KEYS: the keys come prebuilt in ARGV (building them here by string
--- concatenation cost more than passing them). (asynqdeck refuses Redis
--- Cluster, COMPATIBILITY.md A12.) Redis's key tracking does not see the
+-- The keys come prebuilt in ARGV (building them here by string
+-- concatenation cost more than passing them); KEYS is not read. On a Redis
+-- Cluster the caller sends one queue per call with that queue's keys also
+-- declared as KEYS, which routes the call to the queue's master
+-- (src/broker/stats/per_queue.rs, COMPATIBILITY.md C-B2). Redis's key tracking does not see the
 -- keys read here; a caller using it (src/broker/stats/tracking.rs) reads them
 -- again with a plain EXISTS in the same transaction.
 -- ARGV[1] "1" to read the growth samples, "0" not to

@@ -1,10 +1,13 @@
 //! The memory estimate of a queue (Go `rdb.memoryUsage`, guarded form):
 //! `MEMORY USAGE` of sampled tasks, groups and the queue's own keys, for one
-//! queue or for many, [`QUEUES_PER_MEMORY_CALL`] per script call.
+//! queue or for many, [`QUEUES_PER_MEMORY_CALL`] per script call (on a
+//! Redis Cluster, one call per queue on its own master).
 
+use futures_util::stream::{self, StreamExt, TryStreamExt};
 use redis::Value;
 
 use super::reply::{caught_error, shape_error, text_of};
+use crate::broker::per_key::{CLUSTER_IN_FLIGHT, is_reply_error};
 use crate::broker::{Broker, keys, scripts};
 use crate::error::{Error, Result};
 
@@ -75,6 +78,9 @@ impl Broker {
     /// queue, in the order given; no existence check (an unknown queue
     /// estimates 0). A queue whose estimate fails (a key of the wrong type,
     /// `MEMORY USAGE` refused) gets its error; the others are unaffected.
+    /// On a Redis Cluster, [`Broker::queue_memory_usage`] per queue (its
+    /// keys declared, so it runs on the queue's master),
+    /// [`CLUSTER_IN_FLIGHT`] at once.
     ///
     /// Errors of the whole call: [`Error::Internal`] on a reply of the wrong
     /// shape; [`Error::Redis`] (Redis unreachable).
@@ -82,8 +88,11 @@ impl Broker {
         &self,
         queues: &[String],
     ) -> Result<Vec<(String, Result<i64>)>> {
-        let suffixes = memory_key_suffixes()?;
         let mut conn = self.conn();
+        if conn.is_cluster() {
+            return self.queues_memory_usage_per_queue(queues).await;
+        }
+        let suffixes = memory_key_suffixes()?;
         let mut out = Vec::with_capacity(queues.len());
         for chunk in queues.chunks(QUEUES_PER_MEMORY_CALL) {
             let mut inv = scripts::QUEUES_MEMORY_USAGE.arg(MEMORY_TASK_SAMPLE);
@@ -118,5 +127,22 @@ impl Broker {
             }
         }
         Ok(out)
+    }
+
+    /// [`Broker::queues_memory_usage`] on a cluster (see there).
+    async fn queues_memory_usage_per_queue(
+        &self,
+        queues: &[String],
+    ) -> Result<Vec<(String, Result<i64>)>> {
+        stream::iter(queues.iter().cloned())
+            .map(|q| async move {
+                match self.queue_memory_usage(&q).await {
+                    Err(Error::Redis(e)) if !is_reply_error(&e) => Err(Error::Redis(e)),
+                    estimate => Ok((q, estimate)),
+                }
+            })
+            .buffered(CLUSTER_IN_FLIGHT)
+            .try_collect()
+            .await
     }
 }

@@ -11,11 +11,14 @@
 //! [`QUEUES_PER_STATS_CALL`] queues), `reply.rs` (reading the scripts'
 //! replies), `memory.rs` (the memory estimate), `tracking.rs` and
 //! `tracking/read.rs` (the same many-queue read through Redis key
-//! tracking: only queues with a changed key are read again).
+//! tracking: only queues with a changed key are read again),
+//! `per_queue.rs` (the many-queue read on a Redis Cluster: one
+//! transaction per queue on its own slot, many in flight).
 
 mod key_kinds;
 mod memory;
 mod numbers;
+mod per_queue;
 mod queue_info;
 mod reply;
 mod tracking;

@@ -109,6 +109,10 @@ impl Broker {
     /// of the series orders them. A member that does not parse is skipped
     /// (logged).
     ///
+    /// On a Redis Cluster the queues are read one transaction each, on
+    /// their own slots, many at once (`per_queue.rs`): each queue's numbers
+    /// are of one moment, not all queues' together.
+    ///
     /// A queue whose keys cannot be read (a key of the wrong type) gets an
     /// error entry; the others are unaffected. Errors of the whole call:
     /// [`Error::Internal`] on a reply of the wrong shape; [`Error::Redis`]
@@ -119,6 +123,9 @@ impl Broker {
         req: &StatsRequest<'_>,
     ) -> Result<QueuesStats> {
         let mut conn = self.conn();
+        if conn.is_cluster() {
+            return self.queues_stats_per_queue(queues, req).await;
+        }
         self.queues_stats_on(&mut conn, None, queues, req).await
     }
 

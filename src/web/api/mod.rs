@@ -10,7 +10,8 @@
 //! inspector's action table), `task_actions.rs` (batch and "all" verbs), `left_behind.rs` (count and sweep of left-behind task
 //! hashes, asynqdeck only), `servers.rs` (servers, scheduler entries, enqueue events),
 //! `redis_info.rs` (Redis `INFO` and cluster facts; the unsupported
-//! `/metrics` proxy).
+//! `/metrics` proxy), `cluster.rs` (a queue's hash slot and nodes, Go's
+//! `ClusterKeySlot`/`ClusterNodes`; asynqdeck only).
 //!
 //! Paths keep asynqmon's Google-style `:verb` suffixes
 //! (`/queues/{q}:pause`, `/queues/{q}/pending_tasks:delete_all`,
@@ -29,6 +30,7 @@
 //! mutations are refused with 403 by `security.rs`.
 // asynqmon divergence: COMPATIBILITY.md#a1, COMPATIBILITY.md#a2
 
+mod cluster;
 mod go_format;
 mod left_behind;
 mod model;
@@ -68,6 +70,8 @@ pub fn routes() -> Router<AppState> {
         .route("/queues/{segment}", any(queues::queue_segment))
         .route("/queue_stats", get(queues::daily_stats))
         .route("/queues/{queue}/groups", get(queues::groups))
+        .route("/queues/{queue}/cluster_key_slot", get(cluster::key_slot))
+        .route("/queues/{queue}/cluster_nodes", get(cluster::nodes))
         .route("/queues/{queue}/{segment}", any(tasks::collection))
         .route("/queues/{queue}/{collection}/{segment}", any(tasks::item))
         .route(

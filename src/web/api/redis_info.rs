@@ -21,7 +21,25 @@ struct QueueLocationJson {
     nodes: Option<Vec<String>>,
 }
 
-/// asynqmon `redisInfoResponse`.
+/// One node of a cluster (asynqdeck only, `nodes`).
+#[derive(Serialize)]
+struct NodeJson {
+    id: String,
+    addr: String,
+    role: String,
+    flags: String,
+    link: String,
+    /// Inclusive `[start, end]` ranges.
+    slots: Vec<[u16; 2]>,
+    used_memory_human: Option<String>,
+    instantaneous_ops_per_sec: Option<String>,
+    /// Queues whose slot the node serves as master.
+    queues: Vec<String>,
+    /// Why its `INFO` could not be read.
+    error: Option<String>,
+}
+
+/// asynqmon `redisInfoResponse`, plus `nodes`.
 #[derive(Serialize)]
 struct RedisInfoResponse {
     address: String,
@@ -34,10 +52,15 @@ struct RedisInfoResponse {
     raw_cluster_nodes: String,
     /// `null` outside a cluster or when there is no queue.
     queue_locations: Option<Vec<QueueLocationJson>>,
+    /// asynqdeck only (asynqmon's UI ignores it): every node of the
+    /// cluster connected to with `--redis-cluster-nodes`; `null` otherwise.
+    // asynqmon divergence: COMPATIBILITY.md#c-b2
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nodes: Option<Vec<NodeJson>>,
 }
 
 /// `GET /redis_info`: `{address, info, raw_info, cluster,
-/// raw_cluster_nodes, queue_locations}`. 503 when Redis is unreachable or
+/// raw_cluster_nodes, queue_locations, nodes}`. 503 when Redis is unreachable or
 /// refuses `INFO`.
 pub async fn redis_info(State(state): State<AppState>) -> ApiResult {
     let info = state.inspector.redis_info().await?;
@@ -49,6 +72,7 @@ pub async fn redis_info(State(state): State<AppState>) -> ApiResult {
             cluster: false,
             raw_cluster_nodes: String::new(),
             queue_locations: None,
+            nodes: None,
         },
         Some(c) => {
             let locations: Vec<QueueLocationJson> = c
@@ -60,6 +84,22 @@ pub async fn redis_info(State(state): State<AppState>) -> ApiResult {
                     nodes: (!l.nodes.is_empty()).then_some(l.nodes),
                 })
                 .collect();
+            let nodes: Vec<NodeJson> = c
+                .nodes
+                .into_iter()
+                .map(|n| NodeJson {
+                    id: n.id,
+                    addr: n.addr,
+                    role: n.role,
+                    flags: n.flags,
+                    link: n.link,
+                    slots: n.slots.iter().map(|(a, b)| [*a, *b]).collect(),
+                    used_memory_human: n.used_memory_human,
+                    instantaneous_ops_per_sec: n.ops_per_sec,
+                    queues: n.queues,
+                    error: n.error,
+                })
+                .collect();
             RedisInfoResponse {
                 address: info.address,
                 info: c.cluster_info,
@@ -67,6 +107,7 @@ pub async fn redis_info(State(state): State<AppState>) -> ApiResult {
                 cluster: true,
                 raw_cluster_nodes: c.raw_cluster_nodes,
                 queue_locations: (!locations.is_empty()).then_some(locations),
+                nodes: (!nodes.is_empty()).then_some(nodes),
             }
         }
     };

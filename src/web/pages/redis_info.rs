@@ -1,7 +1,8 @@
 //! Redis page: the server's version, uptime, memory (used, peak,
 //! fragmentation), clients, role and replicas, last save, keyspace and the
 //! raw `INFO`; on a cluster node also `CLUSTER INFO`, each queue's hash slot
-//! and nodes, and the raw `CLUSTER NODES` (asynqmon `/redis`, built on
+//! and nodes, and the raw `CLUSTER NODES`; on a cluster connection every
+//! node (role, memory, ops/s, slot ranges, the queues it holds) (asynqmon `/redis`, built on
 //! [`Inspector::redis_info`](crate::Inspector::redis_info)). A live fragment.
 //!
 //! A field Redis does not report (managed services hide some) shows "n/a".
@@ -50,6 +51,43 @@ pub struct ClusterView {
     pub locations: Vec<QueueLocation>,
     pub raw_info: String,
     pub raw_nodes: String,
+    /// Every node (on a cluster connection; empty on one cluster node).
+    pub nodes: Vec<NodeView>,
+}
+
+/// One cluster node's row.
+pub struct NodeView {
+    pub addr: String,
+    pub id: String,
+    pub role: String,
+    pub flags: String,
+    /// `used_memory_human`, "n/a" when not reported.
+    pub memory: String,
+    /// `instantaneous_ops_per_sec`, "n/a" when not reported.
+    pub ops: String,
+    /// `0-5460 10000-10010`, or "none".
+    pub slots: String,
+    pub queues: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// Slot ranges as `CLUSTER NODES` writes them (`0-5460`, a lone slot as
+/// `12000`), space-separated; "none" when empty.
+fn slot_ranges(slots: &[(u16, u16)]) -> String {
+    if slots.is_empty() {
+        return "none".to_string();
+    }
+    slots
+        .iter()
+        .map(|(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn field(info: &BTreeMap<String, String>, key: &str) -> String {
@@ -167,6 +205,21 @@ fn live(state: &AppState, r: RedisInfo, now: DateTime<Utc>) -> RedisLive {
         locations: c.queue_locations,
         raw_info: c.raw_cluster_info,
         raw_nodes: c.raw_cluster_nodes,
+        nodes: c
+            .nodes
+            .into_iter()
+            .map(|n| NodeView {
+                slots: slot_ranges(&n.slots),
+                memory: n.used_memory_human.unwrap_or_else(|| "n/a".into()),
+                ops: n.ops_per_sec.unwrap_or_else(|| "n/a".into()),
+                addr: n.addr,
+                id: n.id,
+                role: n.role,
+                flags: n.flags,
+                queues: n.queues,
+                error: n.error,
+            })
+            .collect(),
     });
     RedisLive {
         layout: Layout::new(state, "Redis", "redis"),
@@ -222,6 +275,8 @@ mod tests {
         assert_eq!(c[2].note, "maxmemory n/a");
         assert_eq!(c[8].value, "1970-01-12 13:46:40 UTC");
         assert_eq!(c[8].note, "1m 0s ago");
+        assert_eq!(slot_ranges(&[(0, 5460), (12000, 12000)]), "0-5460 12000");
+        assert_eq!(slot_ranges(&[]), "none");
         let k = keyspace(&info);
         assert_eq!(
             k.iter().map(|r| r.db.as_str()).collect::<Vec<_>>(),

@@ -33,6 +33,11 @@ impl Broker {
         queues: &[String],
         req: &StatsRequest<'_>,
     ) -> Result<QueuesStats> {
+        // A cluster: no tracking (its keys live on many nodes; Redis tracks
+        // per connection), every view reads per queue (COMPATIBILITY.md#c-b1).
+        if self.conn.is_cluster() {
+            return self.queues_stats(queues, req).await;
+        }
         if tracking.conn.is_none() && tracking.refused_until.is_none_or(|t| Instant::now() >= t) {
             match Tracked::open(self).await {
                 Ok(Some(t)) => {
