@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of asynqdeck on this machine, installing what a fresh
-# machine lacks: redis-server (Debian package) for the private test servers,
+# machine lacks: redis-server, redis-tools and redis-sentinel (Debian packages)
+# for the private test servers, local Redis Clusters and Sentinel sets,
 # Debian's chromium and chromium-driver for the browser tests
 # (tests/browser/), and the Go modules of the interop peer (through the Go
 # module proxy).
@@ -10,6 +11,8 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+command -v redis-sentinel >/dev/null 2>&1 || need_apt+=(redis-sentinel)
 [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || need_apt+=(chromium chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> installing ${need_apt[*]} from Debian's packages"
@@ -18,7 +21,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   "${apt_get[@]}" update -qq
   "${apt_get[@]}" install -y -qq "${need_apt[@]}" >/dev/null
 fi
-for tool in cargo go redis-server /usr/bin/chromium /usr/bin/chromedriver; do
+for tool in cargo go redis-server redis-cli redis-sentinel /usr/bin/chromium /usr/bin/chromedriver; do
   command -v "$tool" >/dev/null 2>&1 || { echo "error: $tool not found" >&2; exit 1; }
 done
 

@@ -86,7 +86,7 @@ impl LocalCluster {
             ));
         }
         for &p in &ports {
-            wait_for_port(p, Duration::from_secs(10), "cluster redis-server");
+            wait_for_port(p, Duration::from_secs(60), "cluster redis-server");
         }
         let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let status = Command::new("redis-cli")
@@ -286,13 +286,13 @@ impl SentinelSet {
         std::fs::create_dir_all(dir.join("m")).unwrap();
         std::fs::create_dir_all(dir.join("r")).unwrap();
         let mut children = vec![redis_server(master_port, &dir.join("m"), &[])];
-        wait_for_port(master_port, Duration::from_secs(10), "sentinel master");
+        wait_for_port(master_port, Duration::from_secs(60), "sentinel master");
         children.push(redis_server(
             replica_port,
             &dir.join("r"),
             &["--replicaof", "127.0.0.1", &master_port.to_string()],
         ));
-        wait_for_port(replica_port, Duration::from_secs(10), "sentinel replica");
+        wait_for_port(replica_port, Duration::from_secs(60), "sentinel replica");
         let sentinel_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
         for &p in &sentinel_ports {
             let conf = dir.join(format!("sentinel-{p}.conf"));
@@ -317,7 +317,7 @@ impl SentinelSet {
             children.push(spawn(cmd));
         }
         for &p in &sentinel_ports {
-            wait_for_port(p, Duration::from_secs(10), "redis-sentinel");
+            wait_for_port(p, Duration::from_secs(60), "redis-sentinel");
         }
         let set = SentinelSet {
             master_port,

@@ -83,7 +83,7 @@ fn start_server() -> Server {
         }
     });
     rx.recv().unwrap();
-    wait_for_port(port, Duration::from_secs(10), "redis-server");
+    wait_for_port(port, Duration::from_secs(60), "redis-server");
     Server { port }
 }
 

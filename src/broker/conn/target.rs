@@ -172,9 +172,7 @@ impl ConnectOptions {
         let (topology, sentinel) = self.topology()?;
         match topology {
             Topology::Standalone => Ok(Target::Single(self.client()?)),
-            Topology::Cluster => self
-                .cluster_target()
-                .map(|c| Target::Cluster(Box::new(c))),
+            Topology::Cluster => self.cluster_target().map(|c| Target::Cluster(Box::new(c))),
             Topology::Sentinel => {
                 let s = sentinel.expect("topology gives the sentinels");
                 self.sentinel_resolver(&s)
