@@ -190,16 +190,6 @@ impl Broker {
         Ok((parse_cluster_nodes(&text, &fallback), text))
     }
 
-    /// The masters that serve slots, sorted by address. Errors as
-    /// [`Broker::cluster_nodes_raw`].
-    pub(crate) async fn cluster_masters(&self) -> Result<Vec<ClusterNode>> {
-        let (nodes, _) = self.cluster_nodes_raw().await?;
-        Ok(nodes
-            .into_iter()
-            .filter(|n| n.role == "master" && !n.slots.is_empty())
-            .collect())
-    }
-
     /// The hash slot of `queue`'s keys: `CLUSTER KEYSLOT asynq:{<queue>}:pending`
     /// (Go `rdb.ClusterKeySlot`, `Inspector.ClusterKeySlot`).
     ///

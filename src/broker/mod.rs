@@ -207,9 +207,6 @@ impl Broker {
         }
     }
 
-    pub(crate) fn target(&self) -> &Target {
-        &self.target
-    }
 
     /// Whether Redis is reached on this host: a Unix socket, `localhost`, or
     /// a loopback address (`127.0.0.0/8`, `::1`). Another address may still

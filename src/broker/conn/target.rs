@@ -29,7 +29,9 @@ pub enum Topology {
     Sentinel,
 }
 
-/// An opened description of the deployment, kept by the broker.
+/// An opened description of the deployment, kept by the broker (one per
+/// connected broker, behind an `Arc`: the variants' sizes do not matter).
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Target {
     Single(redis::Client),
     Cluster(Box<ClusterTarget>),
