@@ -64,7 +64,9 @@ mod test_values;
 
 pub use bad_counters::bad_counters;
 pub(crate) use conn::{Conn, Target};
-pub use conn::{ConnectOptions, DEFAULT_REDIS_URL, Failover, SentinelOptions, Topology};
+pub use conn::{
+    ConnectOptions, DEFAULT_REDIS_URL, Failover, SentinelOptions, SentinelStatus, Topology,
+};
 pub use discovery::{DISCOVERY_SCAN_COUNT, queue_of_container_key};
 pub use engine::{
     DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_BATCH_MAX, LEASE_DURATION, Leased,
@@ -121,6 +123,7 @@ impl Broker {
     pub async fn connect_with(options: &ConnectOptions) -> Result<Self> {
         let target = options.target()?;
         let conn = target.shared().await?;
+        target.start_background();
         Ok(Broker {
             conn,
             target: std::sync::Arc::new(target),
@@ -151,6 +154,15 @@ impl Broker {
     pub fn last_failover(&self) -> Option<Failover> {
         match &*self.target {
             Target::Sentinel(r) => r.last_failover(),
+            _ => None,
+        }
+    }
+
+    /// Behind Sentinel: the master name, sentinels, master in use and last
+    /// failover ([`SentinelStatus`]); `None` elsewhere.
+    pub fn sentinel_status(&self) -> Option<SentinelStatus> {
+        match &*self.target {
+            Target::Sentinel(r) => Some(r.status()),
             _ => None,
         }
     }

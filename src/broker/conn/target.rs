@@ -255,9 +255,10 @@ impl ConnectOptions {
             .iter()
             .map(|a| host_port(a).map(|(h, p)| ConnectionAddr::Tcp(h, p)))
             .collect::<Result<Vec<_>>>()?;
-        let mut b = SentinelClientBuilder::new(sentinels, &s.master, SentinelServerType::Master)
-            .map_err(|e| Error::InvalidArgument(format!("Sentinel options: {e}")))?
-            .set_client_to_redis_db(db);
+        let mut b =
+            SentinelClientBuilder::new(sentinels.clone(), &s.master, SentinelServerType::Master)
+                .map_err(|e| Error::InvalidArgument(format!("Sentinel options: {e}")))?
+                .set_client_to_redis_db(db);
         if let Some(u) = &user {
             b = b.set_client_to_redis_username(u);
         }
@@ -283,7 +284,47 @@ impl ConnectOptions {
         let client = b
             .build()
             .map_err(|e| Error::InvalidArgument(format!("Sentinel options: {e}")))?;
-        Ok(SentinelResolver::new(client, s.clone()))
+        let sentinel_clients = sentinels
+            .into_iter()
+            .map(|addr| self.sentinel_client(addr, s, tls))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SentinelResolver::new(client, s.clone(), sentinel_clients))
+    }
+
+    /// A client of one sentinel itself (the `+switch-master` watcher's),
+    /// with the sentinels' credentials and TLS.
+    fn sentinel_client(
+        &self,
+        addr: ConnectionAddr,
+        s: &SentinelOptions,
+        tls: Option<TlsMode>,
+    ) -> Result<redis::Client> {
+        let addr = match (addr, tls) {
+            (ConnectionAddr::Tcp(host, port), Some(mode)) => ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: mode == TlsMode::Insecure,
+                tls_params: None,
+            },
+            (addr, _) => addr,
+        };
+        let mut settings = redis::RedisConnectionInfo::default();
+        if let Some(u) = &s.username {
+            settings = settings.set_username(u);
+        }
+        if let Some(p) = &s.password {
+            settings = settings.set_password(p);
+        }
+        let invalid =
+            |e: redis::RedisError| Error::InvalidArgument(format!("Sentinel options: {e}"));
+        let info = addr
+            .into_connection_info()
+            .map_err(invalid)?
+            .set_redis_settings(settings);
+        match self.certificates() {
+            Some(c) => redis::Client::build_with_tls(info, c).map_err(invalid),
+            None => redis::Client::open(info).map_err(invalid),
+        }
     }
 }
 
@@ -374,6 +415,33 @@ impl Target {
             Target::Single(client) => Ok(Some(client.clone())),
             Target::Cluster(_) => Ok(None),
             Target::Sentinel(r) => Ok(Some(r.master_client().await?)),
+        }
+    }
+
+    /// How many changes of master the broker has seen behind Sentinel
+    /// (always 0 elsewhere). A connection of its own opened at another
+    /// generation talks to a former master: its owner reopens it.
+    pub fn generation(&self) -> u64 {
+        match self {
+            Target::Sentinel(r) => r.generation(),
+            _ => 0,
+        }
+    }
+
+    /// Wakes at each change of master behind Sentinel; `None` elsewhere.
+    pub fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match self {
+            Target::Sentinel(r) => Some(r.changes()),
+            _ => None,
+        }
+    }
+
+    /// Starts what the deployment needs running beside the connections:
+    /// behind Sentinel, the `+switch-master` watcher (stopped when this
+    /// target is dropped). Needs a Tokio runtime.
+    pub fn start_background(&self) {
+        if let Target::Sentinel(r) = self {
+            r.start_watcher();
         }
     }
 

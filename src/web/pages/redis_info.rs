@@ -1,7 +1,8 @@
 //! Redis page: the server's version, uptime, memory (used, peak,
 //! fragmentation), clients, role and replicas, last save, keyspace and the
 //! raw `INFO`; on a cluster node also `CLUSTER INFO`, each queue's hash slot
-//! and nodes, and the raw `CLUSTER NODES` (asynqmon `/redis`, built on
+//! and nodes, and the raw `CLUSTER NODES`; behind Sentinel the master in
+//! use and the last failover (asynqmon `/redis`, built on
 //! [`Inspector::redis_info`](crate::Inspector::redis_info)). A live fragment.
 //!
 //! A field Redis does not report (managed services hide some) shows "n/a".
@@ -19,7 +20,7 @@ use chrono::{DateTime, Utc};
 
 use super::servers::When;
 use super::{Layout, is_htmx};
-use crate::inspector::{QueueLocation, RedisInfo};
+use crate::inspector::{QueueLocation, RedisInfo, SentinelStatus};
 use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format;
@@ -50,6 +51,33 @@ pub struct ClusterView {
     pub locations: Vec<QueueLocation>,
     pub raw_info: String,
     pub raw_nodes: String,
+}
+
+/// Behind Sentinel: the master in use and the last failover seen.
+pub struct SentinelView {
+    pub master_name: String,
+    /// `host:port, host:port`.
+    pub sentinels: String,
+    /// `host:port`, or "n/a" before the first lookup.
+    pub master: String,
+    /// Changes of master seen by this process.
+    pub failovers: u64,
+    /// The last one: when, from, to.
+    pub last: Option<(When, String, String)>,
+}
+
+impl SentinelView {
+    fn new(s: SentinelStatus, now: DateTime<Utc>) -> Self {
+        SentinelView {
+            master_name: s.master_name,
+            sentinels: s.sentinels.join(", "),
+            master: s.master.unwrap_or_else(|| "n/a".to_string()),
+            failovers: s.failovers,
+            last: s
+                .last_failover
+                .map(|f| (When::new(f.at, now), f.from, f.to)),
+        }
+    }
 }
 
 fn field(info: &BTreeMap<String, String>, key: &str) -> String {
@@ -154,6 +182,7 @@ struct RedisLive {
     cards: Vec<Card>,
     keyspace: Vec<KeyspaceRow>,
     cluster: Option<ClusterView>,
+    sentinel: Option<SentinelView>,
     raw_info: String,
     taken_at: When,
 }
@@ -174,6 +203,7 @@ fn live(state: &AppState, r: RedisInfo, now: DateTime<Utc>) -> RedisLive {
         cards: cards(&r.info, now),
         keyspace: keyspace(&r.info),
         cluster,
+        sentinel: r.sentinel.map(|s| SentinelView::new(s, now)),
         raw_info: r.raw_info,
         taken_at: When::new(now, now),
     }
