@@ -40,6 +40,7 @@ use redis::{Cmd, ErrorKind, Pipeline, RedisFuture, ServerErrorKind, Value};
 use tokio::sync::watch;
 
 use super::SentinelOptions;
+use super::target::NodeClients;
 use crate::error::Result;
 
 /// A change of master seen by this process.
@@ -70,6 +71,12 @@ pub struct SentinelStatus {
     pub failovers: u64,
 }
 
+/// How long after a failover a lookup naming the former master is taken
+/// for a sentinel that has not adopted the new configuration yet
+/// (sentinels spread it every 2 s; Sentinel converts the old master within
+/// about 10 s).
+const STALE_WINDOW: Duration = Duration::from_secs(30);
+
 /// Shortest time between two lookups of the master made because of lost
 /// connections (many commands fail at once when a master dies).
 const MIN_LOOKUP_GAP: Duration = Duration::from_millis(200);
@@ -84,6 +91,8 @@ pub(crate) struct SentinelResolver {
     sentinels: Vec<redis::Client>,
     /// The master as last resolved.
     master: RwLock<Option<(String, u16)>>,
+    /// Clients of a master by address (its credentials, database, TLS).
+    masters: NodeClients,
     /// How many changes of master were seen; receivers wake on each.
     generation: watch::Sender<u64>,
     last_failover: Mutex<Option<Failover>>,
@@ -97,11 +106,13 @@ impl SentinelResolver {
         client: SentinelClient,
         options: SentinelOptions,
         sentinels: Vec<redis::Client>,
+        masters: NodeClients,
     ) -> Self {
         SentinelResolver {
             client: tokio::sync::Mutex::new(client),
             options,
             sentinels,
+            masters,
             master: RwLock::new(None),
             generation: watch::Sender::new(0),
             last_failover: Mutex::new(None),
@@ -131,12 +142,84 @@ impl SentinelResolver {
     /// A client of the current master, asking the sentinels. Errors with
     /// [`crate::Error::Redis`] when no sentinel answers or none names a
     /// reachable master.
+    ///
+    /// redis-rs takes the first sentinel (in the order given) that names a
+    /// server saying it is a master; right after a failover that can be a
+    /// sentinel that has not adopted the new configuration yet, naming the
+    /// old master (which says it is a master until Sentinel converts it,
+    /// seconds later). So a lookup naming the master we moved away from in
+    /// the last [`STALE_WINDOW`] is not followed: the master announced by
+    /// `+switch-master` stands.
+    ///
+    /// During a failover, `SENTINEL MASTERS` (what redis-rs reads) names
+    /// the old master until the failover ends, while
+    /// `SENTINEL GET-MASTER-ADDR-BY-NAME` names the promoted replica as soon
+    /// as its promotion is confirmed: when the first names the master in
+    /// use, the second is asked too, and a promoted replica it names is
+    /// followed.
     pub async fn master_client(&self) -> Result<redis::Client> {
         let client = self.client.lock().await.async_get_client().await?;
         if let Some(hp) = host_port(client.get_connection_info().addr()) {
+            if self.is_stale(&hp) || self.current_master().as_ref() == Some(&hp) {
+                if let Some(promoted) = self.addr_by_name().await
+                    && promoted != hp
+                    && !self.is_stale(&promoted)
+                {
+                    self.note_master(promoted.clone());
+                    return self.masters.client(&promoted.0, promoted.1);
+                }
+                if self.is_stale(&hp)
+                    && let Some(c) = self.known_master_client()
+                {
+                    return Ok(c);
+                }
+            }
             self.note_master(hp);
         }
         Ok(client)
+    }
+
+    /// `SENTINEL GET-MASTER-ADDR-BY-NAME` from the first sentinel that
+    /// answers.
+    async fn addr_by_name(&self) -> Option<(String, u16)> {
+        for client in &self.sentinels {
+            let ask = async {
+                let mut conn = client.get_multiplexed_async_connection().await?;
+                redis::cmd("SENTINEL")
+                    .arg("GET-MASTER-ADDR-BY-NAME")
+                    .arg(&self.options.master)
+                    .query_async::<Option<(String, u16)>>(&mut conn)
+                    .await
+            };
+            if let Ok(Ok(Some(hp))) = tokio::time::timeout(Duration::from_secs(2), ask).await {
+                return Some(hp);
+            }
+        }
+        None
+    }
+
+    /// Whether `hp` is the master of before the last failover, seen within
+    /// [`STALE_WINDOW`] of it.
+    fn is_stale(&self, hp: &(String, u16)) -> bool {
+        let last = self.last_failover.lock().unwrap_or_else(|p| p.into_inner());
+        last.as_ref().is_some_and(|f| {
+            f.from == format!("{}:{}", hp.0, hp.1)
+                && (Utc::now() - f.at).to_std().unwrap_or_default() < STALE_WINDOW
+        })
+    }
+
+    /// Adopts the master a sentinel announced (`+switch-master`) and
+    /// returns whether it is another than the one in use.
+    pub fn adopt(&self, hp: (String, u16)) -> bool {
+        let changed = self.current_master().as_ref() != Some(&hp);
+        self.note_master(hp);
+        changed
+    }
+
+    /// A client of the master as last resolved or announced.
+    pub fn known_master_client(&self) -> Option<redis::Client> {
+        let (h, p) = self.current_master()?;
+        self.masters.client(&h, p).ok()
     }
 
     /// Records `hp` as the master; a change from another one is a failover
@@ -306,7 +389,14 @@ impl SentinelConn {
             return false;
         }
         *last = Some(Instant::now());
-        let client = match self.resolver.master_client().await {
+        let known = known_change
+            .then(|| self.resolver.known_master_client())
+            .flatten();
+        let looked_up = match known {
+            Some(c) => Ok(c),
+            None => self.resolver.master_client().await,
+        };
+        let client = match looked_up {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!("Sentinel: looking up the master failed: {e}");
@@ -364,10 +454,14 @@ impl SentinelConn {
 fn refused_pipeline(r: &redis::RedisResult<Vec<Value>>) -> bool {
     match r {
         Err(e) => is_refused_write(e),
-        Ok(values) => values.first().is_some_and(
-            |v| matches!(v, Value::ServerError(e) if matches!(e.code(), "READONLY" | "NOREPLICAS")),
-        ),
+        Ok(values) => values.first().is_some_and(is_refusal_value),
     }
+}
+
+/// Whether a reply is a refused write (`READONLY`, `NOREPLICAS`), as
+/// redis-rs hands error replies over: a value.
+fn is_refusal_value(v: &Value) -> bool {
+    matches!(v, Value::ServerError(e) if matches!(e.code(), "READONLY" | "NOREPLICAS"))
 }
 
 impl ConnectionLike for SentinelConn {
@@ -376,6 +470,14 @@ impl ConnectionLike for SentinelConn {
             let cur = self.up_to_date().await;
             let mut conn = cur.conn.clone();
             match conn.req_packed_command(cmd).await {
+                // redis-rs hands a server's error reply over as a value.
+                Ok(v) if is_refusal_value(&v) => {
+                    if self.follow(&cur, true).await {
+                        let mut conn = self.current().conn.clone();
+                        return conn.req_packed_command(cmd).await;
+                    }
+                    Ok(v)
+                }
                 Err(e) if is_refused_write(&e) => {
                     if self.follow(&cur, true).await {
                         let mut conn = self.current().conn.clone();
@@ -438,6 +540,8 @@ mod tests {
         let noreplicas =
             redis::parse_redis_value(b"-NOREPLICAS Not enough good replicas to write.\r\n")
                 .unwrap();
+        assert!(is_refusal_value(&noreplicas));
+        assert!(!is_refusal_value(&Value::Okay));
         assert!(refused_pipeline(&Ok(vec![noreplicas.clone(), Value::Okay])));
         assert!(!refused_pipeline(&Ok(vec![Value::Okay, noreplicas])));
         assert!(refused_pipeline(&Err(readonly)));

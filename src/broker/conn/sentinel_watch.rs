@@ -92,30 +92,16 @@ async fn watch(resolver: Weak<SentinelResolver>, clients: Vec<redis::Client>, ma
     }
 }
 
-/// How long the lookups after an announcement may keep naming the old
-/// master (a sentinel asked first that has not adopted the new
-/// configuration yet: sentinels spread it every 2 s).
-const ADOPT_WAIT: Duration = Duration::from_secs(10);
-/// Pause between those lookups.
-const ADOPT_POLL: Duration = Duration::from_millis(100);
-
-/// Looks the master up until the lookup names the announced one `new` (or
-/// [`ADOPT_WAIT`] passed); false when the resolver is gone.
+/// Adopts the announced master `new` (a new generation when it is another
+/// one); false when the resolver is gone. The announcing sentinel has
+/// switched; one asked first by a lookup may not have yet, so the
+/// announcement is taken as it is (`SentinelResolver::master_client`).
 async fn follow_announcement(resolver: &Weak<SentinelResolver>, new: &(String, u16)) -> bool {
-    let deadline = tokio::time::Instant::now() + ADOPT_WAIT;
-    loop {
-        if !look_up(resolver).await {
-            return false;
-        }
-        let Some(r) = resolver.upgrade() else {
-            return false;
-        };
-        if r.current_master().as_ref() == Some(new) || tokio::time::Instant::now() >= deadline {
-            return true;
-        }
-        drop(r);
-        tokio::time::sleep(ADOPT_POLL).await;
-    }
+    let Some(r) = resolver.upgrade() else {
+        return false;
+    };
+    r.adopt(new.clone());
+    true
 }
 
 /// Asks the sentinels for the master (recording a change); false when the

@@ -288,7 +288,24 @@ impl ConnectOptions {
             .into_iter()
             .map(|addr| self.sentinel_client(addr, s, tls))
             .collect::<Result<Vec<_>>>()?;
-        Ok(SentinelResolver::new(client, s.clone(), sentinel_clients))
+        let mut redis_info = redis::RedisConnectionInfo::default().set_db(db);
+        if let Some(u) = &user {
+            redis_info = redis_info.set_username(u);
+        }
+        if let Some(p) = &pw {
+            redis_info = redis_info.set_password(p);
+        }
+        let masters = NodeClients {
+            redis: redis_info,
+            tls,
+            certs: self.certificates(),
+        };
+        Ok(SentinelResolver::new(
+            client,
+            s.clone(),
+            sentinel_clients,
+            masters,
+        ))
     }
 
     /// A client of one sentinel itself (the `+switch-master` watcher's),
@@ -325,6 +342,36 @@ impl ConnectOptions {
             Some(c) => redis::Client::build_with_tls(info, c).map_err(invalid),
             None => redis::Client::open(info).map_err(invalid),
         }
+    }
+}
+
+/// Credentials, database and TLS of the servers Sentinel elects: a client
+/// of the master at a given address.
+pub(crate) struct NodeClients {
+    redis: redis::RedisConnectionInfo,
+    tls: Option<TlsMode>,
+    certs: Option<TlsCertificates>,
+}
+
+impl NodeClients {
+    /// A client of the server at `host:port`.
+    pub fn client(&self, host: &str, port: u16) -> Result<redis::Client> {
+        let addr = match self.tls {
+            None => ConnectionAddr::Tcp(host.to_string(), port),
+            Some(mode) => ConnectionAddr::TcpTls {
+                host: host.to_string(),
+                port,
+                insecure: mode == TlsMode::Insecure,
+                tls_params: None,
+            },
+        };
+        let info = addr
+            .into_connection_info()?
+            .set_redis_settings(self.redis.clone());
+        Ok(match &self.certs {
+            Some(c) => redis::Client::build_with_tls(info, c.clone())?,
+            None => redis::Client::open(info)?,
+        })
     }
 }
 
