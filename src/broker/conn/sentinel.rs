@@ -125,6 +125,12 @@ impl SentinelResolver {
         &self.options
     }
 
+    /// The clients of a master by address (unit tests).
+    #[cfg(test)]
+    pub fn masters_for_tests(&self) -> &NodeClients {
+        &self.masters
+    }
+
     /// Clients of the sentinels themselves.
     pub fn sentinel_clients(&self) -> &[redis::Client] {
         &self.sentinels

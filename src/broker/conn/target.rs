@@ -253,7 +253,20 @@ impl ConnectOptions {
         let sentinels = s
             .addrs
             .iter()
-            .map(|a| host_port(a).map(|(h, p)| ConnectionAddr::Tcp(h, p)))
+            .map(|a| {
+                // redis-rs refuses a TLS mode for plain TCP sentinel
+                // addresses: TLS ones are TcpTls (the mode then sets
+                // `insecure`).
+                host_port(a).map(|(host, port)| match tls {
+                    None => ConnectionAddr::Tcp(host, port),
+                    Some(mode) => ConnectionAddr::TcpTls {
+                        host,
+                        port,
+                        insecure: mode == TlsMode::Insecure,
+                        tls_params: None,
+                    },
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut b =
             SentinelClientBuilder::new(sentinels.clone(), &s.master, SentinelServerType::Master)
@@ -522,5 +535,61 @@ impl Target {
                 .map(|(h, p)| format!("{h}:{p}"))
                 .unwrap_or_default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TLS and credentials behind Sentinel, as built (no TLS sentinel set
+    /// is started by the tests): the sentinels' own clients (the watcher's)
+    /// carry the sentinels' user and password, the master's carry the
+    /// master's user, password and database; both use TLS, insecure when
+    /// asked.
+    #[test]
+    fn sentinel_tls_and_credentials_are_built_into_every_client() {
+        let mut o = ConnectOptions::new("redis-sentinel://:spw@h1:26379,h2:26380/4?master=m");
+        o.username = Some("deck".into());
+        o.password = Some("mpw".into());
+        o.insecure = true;
+        let Target::Sentinel(r) = o.target().unwrap() else {
+            panic!("a Sentinel target");
+        };
+        let sentinels = r.sentinel_clients();
+        assert_eq!(sentinels.len(), 2);
+        for (c, port) in sentinels.iter().zip([26379, 26380]) {
+            let info = c.get_connection_info();
+            assert!(matches!(
+                info.addr(),
+                ConnectionAddr::TcpTls { port: p, insecure: true, .. } if *p == port
+            ));
+            assert_eq!(info.redis_settings().password(), Some("spw"));
+            assert_eq!(info.redis_settings().username(), None);
+        }
+        let master = r.masters_for_tests().client("10.0.0.9", 6390).unwrap();
+        let info = master.get_connection_info();
+        assert!(matches!(
+            info.addr(),
+            ConnectionAddr::TcpTls {
+                port: 6390,
+                insecure: true,
+                ..
+            }
+        ));
+        let s = info.redis_settings();
+        assert_eq!(
+            (s.username(), s.password(), s.db()),
+            (Some("deck"), Some("mpw"), 4)
+        );
+
+        let plain = ConnectOptions::new("redis-sentinel://h1:26379?master=m");
+        let Target::Sentinel(r) = plain.target().unwrap() else {
+            panic!("a Sentinel target");
+        };
+        assert!(matches!(
+            r.sentinel_clients()[0].get_connection_info().addr(),
+            ConnectionAddr::Tcp(_, 26379)
+        ));
     }
 }
