@@ -75,7 +75,9 @@ mod test_values;
 pub use bad_counters::bad_counters;
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, key_slot};
 pub(crate) use conn::{Conn, Target};
-pub use conn::{ConnectOptions, DEFAULT_REDIS_URL, Failover, SentinelOptions, Topology};
+pub use conn::{
+    ConnectOptions, DEFAULT_REDIS_URL, Failover, SentinelOptions, SentinelStatus, Topology,
+};
 pub use discovery::{DISCOVERY_SCAN_COUNT, queue_of_container_key};
 pub use engine::{
     DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_BATCH_MAX, LEASE_DURATION, Leased,
@@ -141,6 +143,7 @@ impl Broker {
         if conn.is_cluster() && version::redis_version(&mut conn).await? >= (7, 0) {
             scripts::use_strict_form();
         }
+        target.start_background();
         Ok(Broker {
             conn,
             target: std::sync::Arc::new(target),
@@ -195,6 +198,15 @@ impl Broker {
     pub fn last_failover(&self) -> Option<Failover> {
         match &*self.target {
             Target::Sentinel(r) => r.last_failover(),
+            _ => None,
+        }
+    }
+
+    /// Behind Sentinel: the master name, sentinels, master in use and last
+    /// failover ([`SentinelStatus`]); `None` elsewhere.
+    pub fn sentinel_status(&self) -> Option<SentinelStatus> {
+        match &*self.target {
+            Target::Sentinel(r) => Some(r.status()),
             _ => None,
         }
     }

@@ -20,7 +20,9 @@ impl Broker {
     /// returns the stream of published task ids (one item per `PUBLISH`;
     /// a payload that is not UTF-8 is decoded lossily). The subscription is
     /// confirmed by Redis before this returns, so a publish made afterwards
-    /// is seen. The stream ends when the connection is lost; the caller
+    /// is seen. The stream ends when the connection is lost, and behind
+    /// Sentinel when the broker sees a change of master (the subscription
+    /// is on the former master, which hears no more publishes); the caller
     /// resubscribes. Dropping the stream closes the connection.
     ///
     /// Go `rdb.CancelationPubSub`. Errors: [`Error::Redis`] when the
@@ -28,6 +30,8 @@ impl Broker {
     pub async fn subscribe_cancellations(
         &self,
     ) -> Result<impl Stream<Item = String> + Send + Unpin + 'static> {
+        let generation = self.target.generation();
+        let changes = self.target.changes();
         let open = async {
             // A cluster delivers every PUBLISH to the subscribers of every
             // node: the first seed that answers will do.
@@ -53,8 +57,17 @@ impl Broker {
                     "subscribing to asynq:cancel timed out",
                 )))
             })??;
+        let master_changed = Box::pin(async move {
+            match changes {
+                Some(mut rx) => {
+                    let _ = rx.wait_for(|g| *g != generation).await;
+                }
+                None => std::future::pending().await,
+            }
+        });
         Ok(pubsub
             .into_on_message()
-            .map(|msg| String::from_utf8_lossy(msg.get_payload_bytes()).into_owned()))
+            .map(|msg| String::from_utf8_lossy(msg.get_payload_bytes()).into_owned())
+            .take_until(master_changed))
     }
 }

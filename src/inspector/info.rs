@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::Inspector;
+pub use crate::broker::SentinelStatus;
 use crate::error::Result;
 
 /// What Redis says about itself (asynqmon's `redisInfoResponse`).
@@ -23,6 +24,8 @@ pub struct RedisInfo {
     /// Set when the server runs in cluster mode (`INFO` says
     /// `cluster_enabled:1`).
     pub cluster: Option<ClusterInfo>,
+    /// Set behind Sentinel: the master in use and the last failover seen.
+    pub sentinel: Option<SentinelStatus>,
 }
 
 /// Cluster facts: `CLUSTER INFO` and `CLUSTER NODES` of one node (the
@@ -158,6 +161,7 @@ impl Inspector {
             info: parse_info(&raw.info),
             raw_info: raw.info,
             cluster,
+            sentinel: self.broker.sentinel_status(),
         })
     }
 }

@@ -49,7 +49,7 @@ pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
 pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;
-pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, parse_info};
+pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, SentinelStatus, parse_info};
 pub use left_behind::SweepBudget;
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,

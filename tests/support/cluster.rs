@@ -52,8 +52,17 @@ fn redis_server(port: u16, dir: &PathBuf, extra: &[&str]) -> Child {
 }
 
 fn cli(port: u16, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+    cli_as(port, None, args)
+}
+
+/// `redis-cli` on `port`, authenticating with `password` when given.
+pub fn cli_as(port: u16, password: Option<&str>, args: &[&str]) -> String {
+    let mut cmd = Command::new("redis-cli");
+    cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()]);
+    if let Some(pw) = password {
+        cmd.args(["--no-auth-warning", "-a", pw]);
+    }
+    let out = cmd
         .args(args)
         .output()
         .expect("redis-cli must be installed (the README test command installs it)");
@@ -260,8 +269,28 @@ pub struct SentinelSet {
     pub replica_port: u16,
     /// Ports of the sentinels.
     pub sentinel_ports: Vec<u16>,
+    /// How the set was configured.
+    pub config: SentinelConfig,
     children: Vec<Child>,
     _dir: PathBuf,
+}
+
+/// Passwords, ACL user and write safety of a [`SentinelSet`].
+#[derive(Clone, Debug, Default)]
+pub struct SentinelConfig {
+    /// `requirepass` of the sentinels (and `sentinel sentinel-pass`, so
+    /// they reach each other).
+    pub sentinel_password: Option<String>,
+    /// `requirepass` of master and replica (`masterauth`, and the
+    /// sentinels' `auth-pass`).
+    pub master_password: Option<String>,
+    /// An ACL user `(name, password)` created on master and replica with
+    /// every key, channel and command.
+    pub acl_user: Option<(String, String)>,
+    /// `min-replicas-to-write 1` (`min-replicas-max-lag 10`) on the first
+    /// master: once its replica leaves (promoted), it refuses writes
+    /// (`NOREPLICAS`) instead of taking writes a failover would lose.
+    pub min_replicas: bool,
 }
 
 impl Drop for SentinelSet {
@@ -280,18 +309,50 @@ impl SentinelSet {
     /// Starts the set and returns once every sentinel knows the master,
     /// its replica and the two other sentinels, and the replica is in sync.
     pub fn start() -> SentinelSet {
+        SentinelSet::start_with(SentinelConfig::default())
+    }
+
+    /// [`SentinelSet::start`] configured as `config` says.
+    pub fn start_with(config: SentinelConfig) -> SentinelSet {
         let dir = temp_dir("sentinel");
         let master_port = free_port();
         let replica_port = free_port();
         std::fs::create_dir_all(dir.join("m")).unwrap();
         std::fs::create_dir_all(dir.join("r")).unwrap();
-        let mut children = vec![redis_server(master_port, &dir.join("m"), &[])];
+        let mut common: Vec<String> = Vec::new();
+        if let Some(pw) = &config.master_password {
+            common.extend([
+                "--requirepass".into(),
+                pw.clone(),
+                "--masterauth".into(),
+                pw.clone(),
+            ]);
+        }
+        if let Some((user, pw)) = &config.acl_user {
+            // redis-server joins the words after --user into one line.
+            common.push("--user".into());
+            common.extend(
+                format!("{user} on >{pw} ~* &* +@all")
+                    .split(' ')
+                    .map(str::to_string),
+            );
+        }
+        let mut master_args = common.clone();
+        if config.min_replicas {
+            master_args.extend([
+                "--min-replicas-to-write".into(),
+                "1".into(),
+                "--min-replicas-max-lag".into(),
+                "10".into(),
+            ]);
+        }
+        let master_refs: Vec<&str> = master_args.iter().map(String::as_str).collect();
+        let mut children = vec![redis_server(master_port, &dir.join("m"), &master_refs)];
         wait_for_port(master_port, Duration::from_secs(60), "sentinel master");
-        children.push(redis_server(
-            replica_port,
-            &dir.join("r"),
-            &["--replicaof", "127.0.0.1", &master_port.to_string()],
-        ));
+        let mp = master_port.to_string();
+        let mut replica_refs: Vec<&str> = common.iter().map(String::as_str).collect();
+        replica_refs.extend(["--replicaof", "127.0.0.1", &mp]);
+        children.push(redis_server(replica_port, &dir.join("r"), &replica_refs));
         wait_for_port(replica_port, Duration::from_secs(60), "sentinel replica");
         let sentinel_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
         for &p in &sentinel_ports {
@@ -303,9 +364,19 @@ impl SentinelSet {
                      sentinel monitor {m} 127.0.0.1 {master_port} 2\n\
                      sentinel down-after-milliseconds {m} 1000\n\
                      sentinel failover-timeout {m} 10000\n\
-                     sentinel parallel-syncs {m} 1\n",
+                     sentinel parallel-syncs {m} 1\n{auth}",
                     dir.display(),
-                    m = Self::MASTER
+                    m = Self::MASTER,
+                    auth = {
+                        let mut a = String::new();
+                        if let Some(pw) = &config.master_password {
+                            a += &format!("sentinel auth-pass {} {pw}\n", Self::MASTER);
+                        }
+                        if let Some(pw) = &config.sentinel_password {
+                            a += &format!("requirepass {pw}\nsentinel sentinel-pass {pw}\n");
+                        }
+                        a
+                    }
                 ),
             )
             .unwrap();
@@ -323,6 +394,7 @@ impl SentinelSet {
             master_port,
             replica_port,
             sentinel_ports,
+            config,
             children,
             _dir: dir,
         };
@@ -337,13 +409,15 @@ impl SentinelSet {
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let named = self.sentinel_ports.iter().all(|&s| {
-                let addr = cli(s, &["SENTINEL", "get-master-addr-by-name", Self::MASTER]);
-                let master = cli(s, &["SENTINEL", "master", Self::MASTER]);
+                let addr = self.scli(s, &["SENTINEL", "get-master-addr-by-name", Self::MASTER]);
+                let master = self.scli(s, &["SENTINEL", "master", Self::MASTER]);
                 addr.lines().nth(1).map(str::trim) == Some(&port.to_string())
                     && field_after(&master, "num-slaves") == Some("1".into())
                     && field_after(&master, "num-other-sentinels") == Some("2".into())
             });
-            let synced = cli(port, &["INFO", "replication"]).contains("state=online");
+            let synced = self
+                .mcli(port, &["INFO", "replication"])
+                .contains("state=online");
             if named && synced {
                 return;
             }
@@ -353,6 +427,16 @@ impl SentinelSet {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// `redis-cli` on a sentinel, with the sentinels' password.
+    pub fn scli(&self, port: u16, args: &[&str]) -> String {
+        cli_as(port, self.config.sentinel_password.as_deref(), args)
+    }
+
+    /// `redis-cli` on master or replica, with their password.
+    pub fn mcli(&self, port: u16, args: &[&str]) -> String {
+        cli_as(port, self.config.master_password.as_deref(), args)
     }
 
     /// `redis-sentinel://127.0.0.1:s1,127.0.0.1:s2,127.0.0.1:s3?master=deckmaster`.
@@ -371,7 +455,7 @@ impl SentinelSet {
 
     /// The port the sentinels name as master now.
     pub fn current_master(&self) -> u16 {
-        let addr = cli(
+        let addr = self.scli(
             self.sentinel_ports[0],
             &["SENTINEL", "get-master-addr-by-name", Self::MASTER],
         );
@@ -382,7 +466,7 @@ impl SentinelSet {
     /// port once every sentinel names it and it has no master of its own.
     pub fn failover(&self) -> u16 {
         let old = self.current_master();
-        let r = cli(
+        let r = self.scli(
             self.sentinel_ports[0],
             &["SENTINEL", "FAILOVER", Self::MASTER],
         );
@@ -390,7 +474,7 @@ impl SentinelSet {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let now = self.current_master();
-            if now != old && cli(now, &["ROLE"]).starts_with("master") {
+            if now != old && self.mcli(now, &["ROLE"]).starts_with("master") {
                 return now;
             }
             assert!(Instant::now() < deadline, "failover did not happen");

@@ -8,7 +8,8 @@
 //! (which deployment the options name: standalone, Cluster or Sentinel, and
 //! how to open connections to it), `link.rs` (the broker's shared
 //! connection, one type for the three), `sentinel.rs` (following the
-//! master across failovers).
+//! master across failovers), `sentinel_watch.rs` (the `+switch-master`
+//! watcher).
 //!
 //! TLS is rustls with the system trust store (`/etc/ssl/certs`, as Go's
 //! `crypto/tls` uses), or only the CA bundle given in
@@ -20,11 +21,12 @@ use crate::error::{Error, Result};
 
 mod link;
 mod sentinel;
+mod sentinel_watch;
 mod target;
 mod urls;
 
 pub(crate) use link::Conn;
-pub use sentinel::Failover;
+pub use sentinel::{Failover, SentinelStatus};
 pub(crate) use target::Target;
 pub use target::Topology;
 

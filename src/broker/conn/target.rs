@@ -255,11 +255,25 @@ impl ConnectOptions {
         let sentinels = s
             .addrs
             .iter()
-            .map(|a| host_port(a).map(|(h, p)| ConnectionAddr::Tcp(h, p)))
+            .map(|a| {
+                // redis-rs refuses a TLS mode for plain TCP sentinel
+                // addresses: TLS ones are TcpTls (the mode then sets
+                // `insecure`).
+                host_port(a).map(|(host, port)| match tls {
+                    None => ConnectionAddr::Tcp(host, port),
+                    Some(mode) => ConnectionAddr::TcpTls {
+                        host,
+                        port,
+                        insecure: mode == TlsMode::Insecure,
+                        tls_params: None,
+                    },
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
-        let mut b = SentinelClientBuilder::new(sentinels, &s.master, SentinelServerType::Master)
-            .map_err(|e| Error::InvalidArgument(format!("Sentinel options: {e}")))?
-            .set_client_to_redis_db(db);
+        let mut b =
+            SentinelClientBuilder::new(sentinels.clone(), &s.master, SentinelServerType::Master)
+                .map_err(|e| Error::InvalidArgument(format!("Sentinel options: {e}")))?
+                .set_client_to_redis_db(db);
         if let Some(u) = &user {
             b = b.set_client_to_redis_username(u);
         }
@@ -285,7 +299,94 @@ impl ConnectOptions {
         let client = b
             .build()
             .map_err(|e| Error::InvalidArgument(format!("Sentinel options: {e}")))?;
-        Ok(SentinelResolver::new(client, s.clone()))
+        let sentinel_clients = sentinels
+            .into_iter()
+            .map(|addr| self.sentinel_client(addr, s, tls))
+            .collect::<Result<Vec<_>>>()?;
+        let mut redis_info = redis::RedisConnectionInfo::default().set_db(db);
+        if let Some(u) = &user {
+            redis_info = redis_info.set_username(u);
+        }
+        if let Some(p) = &pw {
+            redis_info = redis_info.set_password(p);
+        }
+        let masters = NodeClients {
+            redis: redis_info,
+            tls,
+            certs: self.certificates(),
+        };
+        Ok(SentinelResolver::new(
+            client,
+            s.clone(),
+            sentinel_clients,
+            masters,
+        ))
+    }
+
+    /// A client of one sentinel itself (the `+switch-master` watcher's),
+    /// with the sentinels' credentials and TLS.
+    fn sentinel_client(
+        &self,
+        addr: ConnectionAddr,
+        s: &SentinelOptions,
+        tls: Option<TlsMode>,
+    ) -> Result<redis::Client> {
+        let addr = match (addr, tls) {
+            (ConnectionAddr::Tcp(host, port), Some(mode)) => ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: mode == TlsMode::Insecure,
+                tls_params: None,
+            },
+            (addr, _) => addr,
+        };
+        let mut settings = redis::RedisConnectionInfo::default();
+        if let Some(u) = &s.username {
+            settings = settings.set_username(u);
+        }
+        if let Some(p) = &s.password {
+            settings = settings.set_password(p);
+        }
+        let invalid =
+            |e: redis::RedisError| Error::InvalidArgument(format!("Sentinel options: {e}"));
+        let info = addr
+            .into_connection_info()
+            .map_err(invalid)?
+            .set_redis_settings(settings);
+        match self.certificates() {
+            Some(c) => redis::Client::build_with_tls(info, c).map_err(invalid),
+            None => redis::Client::open(info).map_err(invalid),
+        }
+    }
+}
+
+/// Credentials, database and TLS of the servers Sentinel elects: a client
+/// of the master at a given address.
+pub(crate) struct NodeClients {
+    redis: redis::RedisConnectionInfo,
+    tls: Option<TlsMode>,
+    certs: Option<TlsCertificates>,
+}
+
+impl NodeClients {
+    /// A client of the server at `host:port`.
+    pub fn client(&self, host: &str, port: u16) -> Result<redis::Client> {
+        let addr = match self.tls {
+            None => ConnectionAddr::Tcp(host.to_string(), port),
+            Some(mode) => ConnectionAddr::TcpTls {
+                host: host.to_string(),
+                port,
+                insecure: mode == TlsMode::Insecure,
+                tls_params: None,
+            },
+        };
+        let info = addr
+            .into_connection_info()?
+            .set_redis_settings(self.redis.clone());
+        Ok(match &self.certs {
+            Some(c) => redis::Client::build_with_tls(info, c.clone())?,
+            None => redis::Client::open(info)?,
+        })
     }
 }
 
@@ -376,6 +477,33 @@ impl Target {
             Target::Single(client) => Ok(Some(client.clone())),
             Target::Cluster(_) => Ok(None),
             Target::Sentinel(r) => Ok(Some(r.master_client().await?)),
+        }
+    }
+
+    /// How many changes of master the broker has seen behind Sentinel
+    /// (always 0 elsewhere). A connection of its own opened at another
+    /// generation talks to a former master: its owner reopens it.
+    pub fn generation(&self) -> u64 {
+        match self {
+            Target::Sentinel(r) => r.generation(),
+            _ => 0,
+        }
+    }
+
+    /// Wakes at each change of master behind Sentinel; `None` elsewhere.
+    pub fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match self {
+            Target::Sentinel(r) => Some(r.changes()),
+            _ => None,
+        }
+    }
+
+    /// Starts what the deployment needs running beside the connections:
+    /// behind Sentinel, the `+switch-master` watcher (stopped when this
+    /// target is dropped). Needs a Tokio runtime.
+    pub fn start_background(&self) {
+        if let Target::Sentinel(r) = self {
+            r.start_watcher();
         }
     }
 
@@ -509,5 +637,56 @@ mod tests {
             ConnectOptions::new("redis://h:1/3").topology().unwrap().0,
             Topology::Standalone
         );
+    }
+
+    /// TLS and credentials behind Sentinel, as built (no TLS sentinel set
+    /// is started by the tests): the sentinels' own clients (the watcher's)
+    /// carry the sentinels' user and password, the master's carry the
+    /// master's user, password and database; both use TLS, insecure when
+    /// asked.
+    #[test]
+    fn sentinel_tls_and_credentials_are_built_into_every_client() {
+        let mut o = ConnectOptions::new("redis-sentinel://:spw@h1:26379,h2:26380/4?master=m");
+        o.username = Some("deck".into());
+        o.password = Some("mpw".into());
+        o.insecure = true;
+        let Target::Sentinel(r) = o.target().unwrap() else {
+            panic!("a Sentinel target");
+        };
+        let sentinels = r.sentinel_clients();
+        assert_eq!(sentinels.len(), 2);
+        for (c, port) in sentinels.iter().zip([26379, 26380]) {
+            let info = c.get_connection_info();
+            assert!(matches!(
+                info.addr(),
+                ConnectionAddr::TcpTls { port: p, insecure: true, .. } if *p == port
+            ));
+            assert_eq!(info.redis_settings().password(), Some("spw"));
+            assert_eq!(info.redis_settings().username(), None);
+        }
+        let master = r.masters_for_tests().client("10.0.0.9", 6390).unwrap();
+        let info = master.get_connection_info();
+        assert!(matches!(
+            info.addr(),
+            ConnectionAddr::TcpTls {
+                port: 6390,
+                insecure: true,
+                ..
+            }
+        ));
+        let s = info.redis_settings();
+        assert_eq!(
+            (s.username(), s.password(), s.db()),
+            (Some("deck"), Some("mpw"), 4)
+        );
+
+        let plain = ConnectOptions::new("redis-sentinel://h1:26379?master=m");
+        let Target::Sentinel(r) = plain.target().unwrap() else {
+            panic!("a Sentinel target");
+        };
+        assert!(matches!(
+            r.sentinel_clients()[0].get_connection_info().addr(),
+            ConnectionAddr::Tcp(_, 26379)
+        ));
     }
 }

@@ -33,7 +33,8 @@
 //! so not declared): other queues are read every time, as without
 //! tracking.
 //!
-//! Any trouble — the connection drops (a `Disconnection` push), Redis
+//! Any trouble — the connection drops (a `Disconnection` push), behind
+//! Sentinel the master changes (the connection is on the former master), Redis
 //! flushes (an invalidation of everything), a read fails — forgets
 //! everything cached; when Redis refuses RESP3 or `CLIENT TRACKING`
 //! (Redis < 6, an ACL without `client`, a proxy) the reads go through the
@@ -106,6 +107,9 @@ impl std::fmt::Debug for StatsTracking {
 struct Tracked {
     conn: MultiplexedConnection,
     pushes: UnboundedReceiver<PushInfo>,
+    /// The broker's generation when opened (behind Sentinel, a change of
+    /// master makes it another: the connection is on a former master).
+    generation: u64,
 }
 
 /// What the push messages received so far say.
@@ -123,6 +127,7 @@ impl Tracked {
     /// Opens a RESP3 connection like `broker`'s and turns tracking on.
     /// `Ok(None)` when Redis refuses (no RESP3, `CLIENT` not allowed).
     async fn open(broker: &Broker) -> Result<Option<Tracked>> {
+        let generation = broker.target.generation();
         let Some(client) = broker.target.tracking_client().await? else {
             return Ok(None);
         };
@@ -151,7 +156,11 @@ impl Tracked {
             .query_async(&mut conn)
             .await;
         match on {
-            Ok(()) => Ok(Some(Tracked { conn, pushes })),
+            Ok(()) => Ok(Some(Tracked {
+                conn,
+                pushes,
+                generation,
+            })),
             Err(e) if refused(&e) => Ok(None),
             Err(e) => Err(e.into()),
         }

@@ -39,7 +39,40 @@ struct NodeJson {
     error: Option<String>,
 }
 
-/// asynqmon `redisInfoResponse`, plus `nodes`.
+/// Behind Sentinel (an asynqdeck field; COMPATIBILITY.md C-C3).
+#[derive(Serialize)]
+struct SentinelJson {
+    master_name: String,
+    sentinels: Vec<String>,
+    /// `host:port` in use; `null` before the first lookup.
+    master: Option<String>,
+    failovers: u64,
+    /// `{at (RFC 3339), from, to}`; `null` when none was seen.
+    last_failover: Option<FailoverJson>,
+}
+
+#[derive(Serialize)]
+struct FailoverJson {
+    at: String,
+    from: String,
+    to: String,
+}
+
+fn sentinel_json(s: crate::inspector::SentinelStatus) -> SentinelJson {
+    SentinelJson {
+        master_name: s.master_name,
+        sentinels: s.sentinels,
+        master: s.master,
+        failovers: s.failovers,
+        last_failover: s.last_failover.map(|f| FailoverJson {
+            at: f.at.to_rfc3339(),
+            from: f.from,
+            to: f.to,
+        }),
+    }
+}
+
+/// asynqmon `redisInfoResponse`, plus `nodes` (a cluster) and `sentinel`.
 #[derive(Serialize)]
 struct RedisInfoResponse {
     address: String,
@@ -57,6 +90,9 @@ struct RedisInfoResponse {
     // asynqmon divergence: COMPATIBILITY.md#c-b2
     #[serde(skip_serializing_if = "Option::is_none")]
     nodes: Option<Vec<NodeJson>>,
+    /// Behind Sentinel only (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sentinel: Option<SentinelJson>,
 }
 
 /// `GET /redis_info`: `{address, info, raw_info, cluster,
@@ -64,6 +100,7 @@ struct RedisInfoResponse {
 /// refuses `INFO`.
 pub async fn redis_info(State(state): State<AppState>) -> ApiResult {
     let info = state.inspector.redis_info().await?;
+    let sentinel = info.sentinel.map(sentinel_json);
     let resp = match info.cluster {
         None => RedisInfoResponse {
             address: info.address,
@@ -73,6 +110,7 @@ pub async fn redis_info(State(state): State<AppState>) -> ApiResult {
             raw_cluster_nodes: String::new(),
             queue_locations: None,
             nodes: None,
+            sentinel,
         },
         Some(c) => {
             let locations: Vec<QueueLocationJson> = c
@@ -108,6 +146,7 @@ pub async fn redis_info(State(state): State<AppState>) -> ApiResult {
                 raw_cluster_nodes: c.raw_cluster_nodes,
                 queue_locations: (!locations.is_empty()).then_some(locations),
                 nodes: (!nodes.is_empty()).then_some(nodes),
+                sentinel,
             }
         }
     };

@@ -2,7 +2,8 @@
 //! fragmentation), clients, role and replicas, last save, keyspace and the
 //! raw `INFO`; on a cluster node also `CLUSTER INFO`, each queue's hash slot
 //! and nodes, and the raw `CLUSTER NODES`; on a cluster connection every
-//! node (role, memory, ops/s, slot ranges, the queues it holds) (asynqmon `/redis`, built on
+//! node (role, memory, ops/s, slot ranges, the queues it holds); behind
+//! Sentinel the master in use and the last failover (asynqmon `/redis`, built on
 //! [`Inspector::redis_info`](crate::Inspector::redis_info)). A live fragment.
 //!
 //! A field Redis does not report (managed services hide some) shows "n/a".
@@ -20,7 +21,7 @@ use chrono::{DateTime, Utc};
 
 use super::servers::When;
 use super::{Layout, is_htmx};
-use crate::inspector::{QueueLocation, RedisInfo};
+use crate::inspector::{QueueLocation, RedisInfo, SentinelStatus};
 use crate::web::AppState;
 use crate::web::error::PageError;
 use crate::web::format;
@@ -88,6 +89,33 @@ fn slot_ranges(slots: &[(u16, u16)]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Behind Sentinel: the master in use and the last failover seen.
+pub struct SentinelView {
+    pub master_name: String,
+    /// `host:port, host:port`.
+    pub sentinels: String,
+    /// `host:port`, or "n/a" before the first lookup.
+    pub master: String,
+    /// Changes of master seen by this process.
+    pub failovers: u64,
+    /// The last one: when, from, to.
+    pub last: Option<(When, String, String)>,
+}
+
+impl SentinelView {
+    fn new(s: SentinelStatus, now: DateTime<Utc>) -> Self {
+        SentinelView {
+            master_name: s.master_name,
+            sentinels: s.sentinels.join(", "),
+            master: s.master.unwrap_or_else(|| "n/a".to_string()),
+            failovers: s.failovers,
+            last: s
+                .last_failover
+                .map(|f| (When::new(f.at, now), f.from, f.to)),
+        }
+    }
 }
 
 fn field(info: &BTreeMap<String, String>, key: &str) -> String {
@@ -192,6 +220,7 @@ struct RedisLive {
     cards: Vec<Card>,
     keyspace: Vec<KeyspaceRow>,
     cluster: Option<ClusterView>,
+    sentinel: Option<SentinelView>,
     raw_info: String,
     taken_at: When,
 }
@@ -227,6 +256,7 @@ fn live(state: &AppState, r: RedisInfo, now: DateTime<Utc>) -> RedisLive {
         cards: cards(&r.info, now),
         keyspace: keyspace(&r.info),
         cluster,
+        sentinel: r.sentinel.map(|s| SentinelView::new(s, now)),
         raw_info: r.raw_info,
         taken_at: When::new(now, now),
     }

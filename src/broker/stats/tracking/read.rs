@@ -38,6 +38,15 @@ impl Broker {
         if self.conn.is_cluster() {
             return self.queues_stats(queues, req).await;
         }
+        if tracking
+            .conn
+            .as_ref()
+            .is_some_and(|t| t.generation != self.target.generation())
+        {
+            // Behind Sentinel the master changed: the tracked connection
+            // is on the former one (stale reads, no invalidations).
+            tracking.reset();
+        }
         if tracking.conn.is_none() && tracking.refused_until.is_none_or(|t| Instant::now() >= t) {
             match Tracked::open(self).await {
                 Ok(Some(t)) => {
