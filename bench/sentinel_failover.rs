@@ -12,7 +12,7 @@
 //! until the new master's `processed` counter first grows, tasks done in
 //! the second before the failover and in the second after the first one
 //! done on the new master, and how many tasks ran more than once
-//! (COMPATIBILITY.md C-C4).
+//! (COMPATIBILITY.md K15).
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};

@@ -9,7 +9,7 @@
 //! name starting with `}` (`}x`, `}`) leaves its keys untagged, Go fails
 //! with `CROSSSLOT` and we refuse it with `Error::InvalidArgument`. The
 //! empty name is refused by both everywhere. On one server every non-blank
-//! name works, for both (COMPATIBILITY.md#c-d1).
+//! name works, for both (COMPATIBILITY.md#k2).
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;

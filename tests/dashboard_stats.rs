@@ -344,7 +344,7 @@ async fn hints_never_change_the_numbers() {
     let mut hints = StatsHints::default();
     assert_eq!(hints.members(), None);
     // On a cluster every queue is read in a transaction of its own, all
-    // its kinds at once, whatever the hints say (COMPATIBILITY.md C-B2).
+    // its kinds at once, whatever the hints say (COMPATIBILITY.md K5).
     let tx = |standalone: usize| {
         if support::redis::cluster_mode() {
             names.len()

@@ -432,7 +432,7 @@ async fn failover_under_load(total: usize) -> FailoverRun {
 /// instant before its replica was promoted may never reach the new master
 /// (a whole ack batch at once); the recoverer then runs those tasks again
 /// after their lease (30 s). Making that 0 needs acks confirmed by `WAIT`
-/// behind Sentinel (COMPATIBILITY.md C-C4); the doubles are printed.
+/// behind Sentinel (COMPATIBILITY.md K15); the doubles are printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_under_load_loses_nothing_and_resumes_within_5s() {
     let total = 5_000;

@@ -32,7 +32,7 @@ use crate::support::cluster::LocalCluster;
 /// Scripts a cluster never runs, by design: they read many queues in one
 /// call. On a cluster their work is done per queue by another script
 /// (checked to have run): `QUEUES_MEMORY_USAGE` by `QUEUE_MEMORY_USAGE`
-/// (COMPATIBILITY.md, "Memory estimates on a Cluster"). The audit asserts
+/// (COMPATIBILITY.md K5). The audit asserts
 /// that exactly these were not run.
 const NOT_ON_A_CLUSTER: &[&str] = &["QUEUES_MEMORY_USAGE"];
 use crate::support::redis::{cluster_mode, cluster_taken, scripts_run_on_cluster, shared_cluster};

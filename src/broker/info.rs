@@ -202,7 +202,7 @@ impl Broker {
     ///
     /// Errors: [`Error::Redis`]; [`Error::Internal`] for a cluster with no
     /// master serving slots.
-    // asynqmon divergence: COMPATIBILITY.md#c-b4
+    // asynqmon divergence: COMPATIBILITY.md#k7
     async fn cluster_redis_info(&self) -> Result<RawRedisInfo> {
         let (nodes, raw_nodes) = self.cluster_nodes_raw().await?;
         let infos: Vec<RawNodeInfo> = stream::iter(nodes.iter().cloned())

@@ -139,7 +139,7 @@ impl Broker {
         let target = options.target()?;
         let mut conn = target.shared().await?;
         // Scripts in their strict form on a cluster that checks it
-        // (scripts.rs, COMPATIBILITY.md C-A1).
+        // (scripts.rs, COMPATIBILITY.md K10).
         if conn.is_cluster() && version::redis_version(&mut conn).await? >= (7, 0) {
             scripts::use_strict_form();
         }
@@ -180,7 +180,7 @@ impl Broker {
     /// naming the queue for a name a cluster cannot hold (Go asynq
     /// v0.26.0 sends it and fails with `CROSSSLOT Keys in request don't
     /// hash to the same slot`).
-    // asynq divergence: COMPATIBILITY.md#q1 (blank names everywhere), COMPATIBILITY.md#c-d1
+    // asynq divergence: COMPATIBILITY.md#q1 (blank names everywhere), COMPATIBILITY.md#k2
     pub fn check_queue_name(&self, queue: &str) -> Result<()> {
         keys::validate_queue_name(queue).map_err(|_| Error::InvalidQueueName)?;
         if self.topology() == Topology::Cluster && !keys::cluster_safe_queue_name(queue) {
@@ -218,7 +218,6 @@ impl Broker {
             _ => None,
         }
     }
-
 
     /// Whether Redis is reached on this host: a Unix socket, `localhost`, or
     /// a loopback address (`127.0.0.0/8`, `::1`). Another address may still

@@ -4,7 +4,7 @@
 //! [`CLUSTER_IN_FLIGHT`] at a time. redis-rs keeps one multiplexed
 //! connection per node, so the commands bound for one node travel
 //! pipelined on it all the same.
-// asynq divergence: COMPATIBILITY.md#c-b6
+// asynq divergence: COMPATIBILITY.md#k9
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use redis::Value;

@@ -5,7 +5,7 @@
 //! inside one queue's `{<queue>}` tag), sent to the master serving it.
 //!
 //! Every step is one `SCAN … COUNT n`: O(n) in Redis.
-// asynq divergence: COMPATIBILITY.md#c-a2
+// asynq divergence: COMPATIBILITY.md#k11
 
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 

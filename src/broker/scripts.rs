@@ -15,7 +15,7 @@
 //! codes or data, never an error reply.
 //!
 //! **Strict form on a Redis Cluster ≥ 7** (issue 14, COMPATIBILITY.md
-//! C-A1): every script touches keys of one slot only (one queue's
+//! K10): every script touches keys of one slot only (one queue's
 //! `{<queue>}` tag). Redis 7 holds a script to that only when it opens
 //! with a `#!lua` shebang: an old-style script may touch keys of several
 //! slots as long as one node serves them, which would hide a mistake until
@@ -55,7 +55,7 @@ pub fn strict_form() -> bool {
 
 /// One script in its plain and its strict form; dereferences to the form in
 /// use ([`strict_form`]).
-// asynq divergence: COMPATIBILITY.md#c-a1
+// asynq divergence: COMPATIBILITY.md#k10
 pub(crate) struct Lua {
     plain: Script,
     strict: Script,

@@ -9,7 +9,7 @@
 //! [`Broker::check_queue_name`](crate::broker::Broker::check_queue_name):
 //! a blank name is refused even where Go does not check
 //! (`COMPATIBILITY.md#q1`), and on a Redis Cluster so is a name whose keys
-//! cannot share a slot (`COMPATIBILITY.md#c-d1`).
+//! cannot share a slot (`COMPATIBILITY.md#k2`).
 //!
 //! Files: `queues.rs` (queue list, info, history, groups, pause, delete),
 //! `stats.rs` (many queues' statistics at once, with the hints a dashboard

@@ -333,7 +333,7 @@ impl Server {
         let queues = order.names();
         // Go skips only blank names (its order already has); a name a
         // cluster cannot hold would fail every fetch with CROSSSLOT, so the
-        // start fails instead (COMPATIBILITY.md#c-d1).
+        // start fails instead (COMPATIBILITY.md#k2).
         for q in &queues {
             self.broker.check_queue_name(q)?;
         }

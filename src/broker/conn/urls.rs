@@ -11,7 +11,7 @@
 //!   the ACL user and password of every node. Go has no URL for a cluster
 //!   (`RedisClusterClientOpt`, asynqmon `--redis-cluster-nodes`); this one
 //!   lets every place that takes a URL reach a cluster (COMPATIBILITY.md
-//!   C1).
+//!   K1).
 
 use crate::error::{Error, Result};
 

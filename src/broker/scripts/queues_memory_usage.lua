@@ -4,7 +4,7 @@
 -- key of the wrong type, MEMORY USAGE refused) yields an error entry; the
 -- others answer. No KEYS: each queue's keys are built here from its prefix
 -- and the suffixes below. On a Redis Cluster the caller runs queue_memory_usage
--- per queue instead (COMPATIBILITY.md C-B2).
+-- per queue instead (COMPATIBILITY.md K5).
 -- --
 -- ARGV[1] tasks sampled per list/zset (Go: 20)
 -- ARGV[2] groups sampled per queue (Go: 5)

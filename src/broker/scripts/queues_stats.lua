@@ -14,7 +14,7 @@
 -- concatenation cost more than passing them); KEYS is not read. On a Redis
 -- Cluster the caller sends one queue per call with that queue's keys also
 -- declared as KEYS, which routes the call to the queue's master
--- (src/broker/stats/per_queue.rs, COMPATIBILITY.md C-B2). Redis's key tracking does not see the
+-- (src/broker/stats/per_queue.rs, COMPATIBILITY.md K5). Redis's key tracking does not see the
 -- keys read here; a caller using it (src/broker/stats/tracking.rs) reads them
 -- again with a plain EXISTS in the same transaction.
 -- ARGV[1] "1" to read the growth samples, "0" not to

@@ -6,7 +6,7 @@
 //! The same [`QueuesStats`] as the single-server read; each queue's numbers
 //! are those of one moment, the queues' moments differ by the read's
 //! duration (a cluster has no transaction across slots).
-// asynq divergence: COMPATIBILITY.md#c-b2
+// asynq divergence: COMPATIBILITY.md#k5
 
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt, TryStreamExt};

@@ -2,7 +2,7 @@
 //! Go asynq's `Inspector.ClusterKeySlot` and `Inspector.ClusterNodes` over
 //! HTTP (asynqdeck only: asynqmon has no such routes). Outside a cluster
 //! both answer 400 with the reason (Redis has cluster support disabled).
-// asynqmon divergence: COMPATIBILITY.md#c-b3
+// asynqmon divergence: COMPATIBILITY.md#k6
 
 use axum::Json;
 use axum::extract::{Path, State};

@@ -39,7 +39,7 @@ struct NodeJson {
     error: Option<String>,
 }
 
-/// Behind Sentinel (an asynqdeck field; COMPATIBILITY.md C-C3).
+/// Behind Sentinel (an asynqdeck field; COMPATIBILITY.md K14).
 #[derive(Serialize)]
 struct SentinelJson {
     master_name: String,
@@ -87,7 +87,7 @@ struct RedisInfoResponse {
     queue_locations: Option<Vec<QueueLocationJson>>,
     /// asynqdeck only (asynqmon's UI ignores it): every node of the
     /// cluster connected to with `--redis-cluster-nodes`; `null` otherwise.
-    // asynqmon divergence: COMPATIBILITY.md#c-b2
+    // asynqmon divergence: COMPATIBILITY.md#k5
     #[serde(skip_serializing_if = "Option::is_none")]
     nodes: Option<Vec<NodeJson>>,
     /// Behind Sentinel only (absent otherwise).

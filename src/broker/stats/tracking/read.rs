@@ -34,7 +34,7 @@ impl Broker {
         req: &StatsRequest<'_>,
     ) -> Result<QueuesStats> {
         // A cluster: no tracking (its keys live on many nodes; Redis tracks
-        // per connection), every view reads per queue (COMPATIBILITY.md#c-b1).
+        // per connection), every view reads per queue (COMPATIBILITY.md#k4).
         if self.conn.is_cluster() {
             return self.queues_stats(queues, req).await;
         }
