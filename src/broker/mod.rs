@@ -193,6 +193,13 @@ impl Broker {
         Ok(())
     }
 
+    /// How many changes of master this broker has followed behind Sentinel
+    /// (always 0 elsewhere); a change means writes acknowledged by the
+    /// former master just before may be lost.
+    pub fn master_generation(&self) -> u64 {
+        self.target.generation()
+    }
+
     /// The last change of master seen behind Sentinel; `None` elsewhere
     /// or when none was seen.
     pub fn last_failover(&self) -> Option<Failover> {

@@ -54,12 +54,43 @@ pub(super) async fn finish_grouped(
     for (queue, acks) in by_queue {
         let msgs: Vec<_> = acks.iter().map(Ack::msg).collect();
         match broker.done(&queue, &msgs).await {
-            Ok(outcomes) => report_outcomes(&acks, &outcomes),
+            Ok(outcomes) => {
+                report_outcomes(&acks, &outcomes);
+                record_finished(shared, &acks, &outcomes);
+            }
             Err(err) => {
                 tracing::warn!(queue, %err, "done failed; handing to the syncer");
                 to_syncer(shared, acks);
             }
         }
+    }
+}
+
+/// Remembers the successes `done` finished, for a replay after a change
+/// of master ([`ack_replay`](super::ack_replay)).
+pub(super) fn record_finished(shared: &Shared, acks: &[Ack], outcomes: &[DoneOutcome]) {
+    let finished = acks
+        .iter()
+        .zip(outcomes)
+        .filter(|(_, o)| **o == DoneOutcome::Done)
+        .map(|(a, _)| &a.running);
+    shared
+        .replay
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .record(finished);
+}
+
+/// Finishes again, on the new master, the successes of the moments before
+/// a change of master (behind Sentinel; a no-op elsewhere).
+pub(super) async fn replay_if_moved(shared: &Shared, broker: &Broker) {
+    let pending = shared
+        .replay
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take_if_moved(broker);
+    if !pending.is_empty() {
+        super::ack_replay::replay(broker, pending, ACK_BATCH).await;
     }
 }
 

@@ -66,6 +66,7 @@ pub use task_error::{
     retry_after,
 };
 
+mod ack_replay;
 mod acks;
 mod backoff;
 pub mod defaults;
@@ -428,6 +429,7 @@ impl Server {
                 inflight: inflight.clone(),
                 syncer: sync_tx,
                 abandon: abandon.clone(),
+                replay: std::sync::Mutex::new(ack_replay::AckReplay::new(&self.broker)),
             }),
             queues: order,
             failing: Default::default(),

@@ -40,7 +40,10 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::acks::{ACK_BATCH, finish, finish_grouped, group_acks, report_outcomes};
+use super::acks::{
+    ACK_BATCH, finish, finish_grouped, group_acks, record_finished, replay_if_moved,
+    report_outcomes,
+};
 use super::backoff::FailingQueues;
 use super::inflight::CancelReason;
 use super::inline_start::{self, InlineStart};
@@ -329,6 +332,7 @@ impl Processor {
     /// (which a broken connection gets at once, R5) rather than the
     /// syncer's next round.
     async fn fetch(&self, max: usize, acks: &mut Vec<Ack>) -> Vec<(WireTask, DateTime<Utc>)> {
+        replay_if_moved(&self.shared, &self.broker).await;
         let mut by_queue = group_acks(&self.shared, acks);
         let mut out = Vec::new();
         for queue in self.queues.order() {
@@ -359,6 +363,7 @@ impl Processor {
                 Ok((outcomes, leased)) => {
                     self.failing.succeeded(&queue);
                     report_outcomes(&finishing, &outcomes);
+                    record_finished(&self.shared, &finishing, &outcomes);
                     for t in leased {
                         match t {
                             Ok(task) => out.push((task, lease_until)),

@@ -57,6 +57,9 @@ pub(crate) struct Shared {
     /// [`RunControl::abandon`](super::processor::RunControl::abandon): a worker starting after it hands its task
     /// back (unstarted) instead of running it.
     pub abandon: CancellationToken,
+    /// Successes finished recently, finished again after a change of
+    /// master behind Sentinel ([`ack_replay`](super::ack_replay)).
+    pub replay: std::sync::Mutex<super::ack_replay::AckReplay>,
 }
 
 /// What a worker hands to the fetch loop: a success (without retention)
