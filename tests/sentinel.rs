@@ -279,8 +279,6 @@ pub struct FailoverRun {
     pub after_per_s: usize,
     /// Handler runs per task id, and when each run ended.
     pub runs: HashMap<String, Vec<Instant>>,
-    /// When the sentinels named the new master.
-    pub elected: Instant,
 }
 
 /// Runs `total` tasks through a Server (concurrency 20) with `SENTINEL
@@ -419,7 +417,6 @@ async fn failover_under_load(total: usize) -> FailoverRun {
         before_per_s: within(sent - second, sent),
         after_per_s: within(first_done, first_done + second),
         runs,
-        elected,
     }
 }
 
