@@ -46,9 +46,7 @@ pub(crate) struct ClusterTarget {
     /// The seed nodes, as given.
     pub seeds: Vec<(String, u16)>,
     /// Credentials, database 0 and TLS of every node.
-    redis: redis::RedisConnectionInfo,
-    tls: Option<TlsMode>,
-    certs: Option<TlsCertificates>,
+    nodes: NodeClients,
 }
 
 fn host_port(addr: &str) -> Result<(String, u16)> {
@@ -240,9 +238,11 @@ impl ConnectOptions {
             client: build(Some(super::super::REPLY_TIMEOUT)).map_err(invalid)?,
             blocking: build(None).map_err(invalid)?,
             seeds,
-            redis: redis_info,
-            tls,
-            certs,
+            nodes: NodeClients {
+                redis: redis_info,
+                tls,
+                certs,
+            },
         })
     }
 
@@ -394,23 +394,7 @@ impl ClusterTarget {
     /// A plain client of the node at `host:port`, with the cluster's
     /// credentials and TLS.
     pub fn node_client(&self, host: &str, port: u16) -> Result<redis::Client> {
-        let addr = match self.tls {
-            None => ConnectionAddr::Tcp(host.to_string(), port),
-            Some(mode) => ConnectionAddr::TcpTls {
-                host: host.to_string(),
-                port,
-                insecure: mode == TlsMode::Insecure,
-                tls_params: None,
-            },
-        };
-        let info = addr
-            .into_connection_info()?
-            .set_redis_settings(self.redis.clone());
-        let client = match &self.certs {
-            Some(c) => redis::Client::build_with_tls(info, c.clone())?,
-            None => redis::Client::open(info)?,
-        };
-        Ok(client)
+        self.nodes.client(host, port)
     }
 }
 
