@@ -1,6 +1,7 @@
 //! The only module that speaks Redis (Go: `internal/rdb`).
 //!
-//! [`Broker`] owns a multiplexed, auto-reconnecting connection and runs one
+//! [`Broker`] owns a multiplexed, auto-reconnecting connection (to one
+//! server, a Redis Cluster or the Sentinel-elected master: [`Topology`]) and runs one
 //! Lua script per multi-key change (scripts live in `scripts/*.lua`, one file
 //! per operation, registered in `scripts.rs`). Script reply codes become typed
 //! [`Error`]s in the wrapper that sends the script. Where asynqdeck
@@ -8,21 +9,23 @@
 //! says how and why (code comments point to its entries).
 //!
 //! Files:
-//! - connection and names: `conn.rs` (connection options: URL,
-//!   credentials, TLS), `keys.rs` (every key name), `proto.rs` (protobuf
+//! - connection and names: `conn/` (connection options: URL,
+//!   credentials, TLS, cluster nodes, sentinels), `keys.rs` (every key name), `proto.rs` (protobuf
 //!   messages), `scripts.rs` (the Lua scripts, `scripts/*.lua`);
 //! - the engine and the client: `enqueue.rs` (client writes), `engine.rs`
 //!   (worker-side writes: lease, finish, retry, archive, extend the lease)
 //!   and `engine/maintenance.rs` (forward, recover, janitor, stale
 //!   aggregation sets),
-//!   `waiter.rs` (idle workers' blocking wake-up), `results.rs` (task
+//!   `waiter.rs` (idle workers' blocking wake-up), `version.rs` (the
+//!   server's version), `slot_errors.rs` (errors saying keys crossed
+//!   slots, counted), `results.rs` (task
 //!   results), `bad_counters.rs` (counters that could not be incremented,
 //!   R6), `recovery.rs` (the recoverer's orphan scan and lease schedule,
 //!   issue 12 R4/R8), `scan.rs` (`SCAN` over every master of a cluster,
 //!   or over one slot's master), `discovery.rs` (finding queues missing from
 //!   `asynq:queues`, R14), `pubsub.rs` (the `asynq:cancel` subscription);
 //! - inspecting: `stats/` (queue statistics: one queue's and many queues'
-//!   numbers in one transaction, memory estimates, Redis key tracking, and
+//!   numbers in one transaction, per queue on a cluster (`per_queue.rs`), memory estimates, Redis key tracking, and
 //!   the public data types [`QueueInfo`], [`DailyStats`], [`GroupInfo`]),
 //!   `queues.rs` (queue list, history, groups, pause, queue deletion),
 //!   `page.rs` ([`Page`]: a listing's page and its Redis ranges, decided
