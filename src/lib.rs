@@ -16,7 +16,8 @@
 //!   (`inspector::tab`), error groups (`inspector::errgroups`), the table of
 //!   actions each task state allows (`inspector::actions`) and the queues
 //!   snapshot (`inspector::snapshot`).
-//! - [`broker`]: the only module that speaks Redis: key names, protobuf
+//! - [`broker`]: the only module that speaks Redis (a standalone server, a
+//!   Redis Cluster or a Sentinel-elected master, `broker::conn`): key names, protobuf
 //!   messages, paging (`broker::page`), queue statistics (`broker::stats`)
 //!   and one Lua script per operation (Go `internal/rdb`, `internal/base`).
 //! - [`server`]: the worker side: [`Handler`], [`ServeMux`], [`TaskContext`],
