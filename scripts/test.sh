@@ -51,6 +51,9 @@ cluster_skips=(
   # leaves out redis_info_route_on_a_cluster, which starts its own node (standalone pass)
   --skip web_api::redis_info_route
   --skip web_pages::redis_page_shows_info
+  # runs a Go worker dialing one node by --redis (RedisClientOpt; Go on a
+  # cluster has its own test, cluster_interop)
+  --skip reliability_recovery::r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace
   # kills and restarts a private standalone redis-server
   --skip web_queues::redis_down_then_back
   # a private standalone server (server-wide CLIENT TRACKING, CLIENT LIST; SWAPDB)

@@ -82,7 +82,7 @@ pub enum Error {
 
 impl Error {
     /// True when Redis could not be reached (connection refused, dropped or
-    /// timed out), as opposed to a refusal of the operation or an error reply
+    /// timed out; on a cluster, the slot's node down or moving), as opposed to a refusal of the operation or an error reply
     /// about the data (e.g. `WRONGTYPE` for a key of another type).
     pub fn is_redis_unavailable(&self) -> bool {
         match self {
@@ -91,6 +91,20 @@ impl Error {
                     || e.is_connection_dropped()
                     || e.is_connection_refusal()
                     || e.is_timeout()
+                    // A Redis Cluster whose node for the slot is down or
+                    // moving: MOVED/ASK left after redis-rs's retries,
+                    // TRYAGAIN, CLUSTERDOWN (issue 14).
+                    || e.is_cluster_error()
+                    || e.code() == Some("MASTERDOWN")
+                    // ... also inside an aborted transaction or pipeline.
+                    || e.clone().into_server_errors().is_some_and(|errs| {
+                        errs.iter().any(|(_, se)| {
+                            matches!(
+                                se.code(),
+                                "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN"
+                            )
+                        })
+                    })
             }
             _ => false,
         }

@@ -582,3 +582,50 @@ async fn cluster_discovery_walks_every_master() {
     }
     assert_eq!((scanned, found), (1, 0));
 }
+
+/// One master down (no replica): the statistics of the queues on the other
+/// masters are still read; the dead master's queue is its own error row,
+/// and that error says Redis is unavailable (a 503 on the pages and `/api`),
+/// not unreadable data (422).
+/// Found by the fresh-clone review: one failing queue used to fail the
+/// whole snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_master_fails_only_its_queues() {
+    let mut cluster = start_cluster().await;
+    let queues = queue_per_master(&cluster, "dm");
+    let client = Client::connect(&cluster.url()).await.unwrap();
+    for q in &queues {
+        client
+            .enqueue(
+                &Task::new("t", b"x".to_vec()),
+                EnqueueOptions::new().queue(q),
+            )
+            .await
+            .unwrap();
+    }
+    let inspector = Inspector::connect(&cluster.url()).await.unwrap();
+    let list_port = cluster.port_of("asynq:queues");
+    let dead = queues
+        .iter()
+        .find(|q| cluster.port_of(&format!("asynq:{{{q}}}:pending")) != list_port)
+        .unwrap()
+        .clone();
+    let dead_port = cluster.port_of(&format!("asynq:{{{dead}}}:pending"));
+    cluster.kill_node(dead_port);
+    let rows = inspector.queues_stats(&queues, false).await.unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        if row.queue == dead {
+            let err = row.info.as_ref().unwrap_err();
+            // is_redis_unavailable is what the web layer's one error
+            // mapping answers 503 for.
+            assert!(err.is_redis_unavailable(), "{err}");
+        } else {
+            let info = row
+                .info
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{}: {e}", row.queue));
+            assert_eq!((info.pending, info.size), (1, 1), "{}", row.queue);
+        }
+    }
+}

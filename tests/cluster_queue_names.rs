@@ -432,3 +432,57 @@ async fn brace_names_on_one_server_all_work_as_in_go() {
         .await;
     assert!(matches!(ours, Err(Error::InvalidQueueName)), "{ours:?}");
 }
+
+/// The maintenance loops leave a name the cluster cannot hold alone: a `}x`
+/// that Go's failed enqueue left in `asynq:queues`, with a pending key of
+/// its own, costs the sampler and queue discovery no script (0 CROSSSLOT
+/// on the cluster), and `workable_queues` lists only the other queue.
+/// Found by the fresh-clone review: the engine retried CROSSSLOT scripts
+/// for such a queue every tick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintenance_skips_a_name_the_cluster_cannot_hold() {
+    let cluster = tokio::task::spawn_blocking(|| LocalCluster::start(3))
+        .await
+        .unwrap();
+    let broker = Broker::connect(&cluster.url()).await.unwrap();
+    Client::connect(&cluster.url())
+        .await
+        .unwrap()
+        .enqueue(
+            &Task::new("t", b"x".to_vec()),
+            EnqueueOptions::new().queue("ok"),
+        )
+        .await
+        .unwrap();
+    let c = redis::Client::open(format!("redis://127.0.0.1:{}", cluster.ports[0])).unwrap();
+    let mut raw = redis::cluster::ClusterClient::new(vec![c.get_connection_info().clone()])
+        .unwrap()
+        .get_async_connection()
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("SADD")
+        .arg(keys::ALL_QUEUES)
+        .arg("}x")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("LPUSH")
+        .arg("asynq:{}x}:pending")
+        .arg("id1")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let before = crossslot(&cluster);
+    assert_eq!(broker.workable_queues().await.unwrap(), ["ok"]);
+    let sampler = asynqdeck::server::sampler::Sampler::new(broker.clone(), Duration::from_secs(5));
+    assert_eq!(sampler.tick().await.unwrap(), 1, "only `ok` is sampled");
+    let mut discovery = asynqdeck::server::discovery::QueueDiscovery::new(broker.clone());
+    loop {
+        let out = discovery.tick().await.unwrap();
+        assert!(out.restored.is_empty(), "{:?}", out.restored);
+        if out.cycle_done {
+            break;
+        }
+    }
+    assert_eq!(crossslot(&cluster), before, "no script crossed slots");
+}

@@ -55,6 +55,17 @@ impl Broker {
         Ok(names)
     }
 
+    /// [`Broker::all_queues`] without the names this deployment cannot hold
+    /// ([`Broker::check_queue_name`]: on a cluster a name starting with `}`,
+    /// left in `asynq:queues` by a Go enqueue that then failed). The
+    /// maintenance loops work on these, so they never send a script whose
+    /// keys cross slots (COMPATIBILITY.md K2). Errors: [`Error::Redis`].
+    pub async fn workable_queues(&self) -> Result<Vec<String>> {
+        let mut names = self.all_queues().await?;
+        names.retain(|q| self.check_queue_name(q).is_ok());
+        Ok(names)
+    }
+
     /// Processed and failed counts of the last `days` UTC days, today first,
     /// 0 for a missing counter (Go
     /// `rdb.HistoricalStats`; wire spec §9.7). Day `i` is the UTC date of

@@ -146,7 +146,7 @@ impl QueueDiscovery {
     /// watching those back in it or watched for [`WATCH_FOR`], and restores
     /// each watched queue that holds tasks again.
     async fn look_at_watched(&mut self, out: &mut DiscoveryOutcome) -> Result<()> {
-        let now: HashSet<String> = self.broker.all_queues().await?.into_iter().collect();
+        let now: HashSet<String> = self.broker.workable_queues().await?.into_iter().collect();
         let at = Instant::now();
         for gone in self.listed.difference(&now) {
             self.watched.entry(gone.clone()).or_insert(at);
@@ -175,7 +175,12 @@ impl QueueDiscovery {
 
     /// Adds `queue` back when it holds tasks; whether it did.
     async fn restore(&mut self, queue: String, out: &mut DiscoveryOutcome) -> Result<bool> {
-        if out.restored.contains(&queue) || !self.broker.restore_queue(&queue).await? {
+        // A name this deployment cannot hold (COMPATIBILITY.md K2) is left
+        // alone: its keys cross slots.
+        if self.broker.check_queue_name(&queue).is_err()
+            || out.restored.contains(&queue)
+            || !self.broker.restore_queue(&queue).await?
+        {
             return Ok(false);
         }
         tracing::info!(queue = %queue, "queue discovery: a queue holding tasks was missing from asynq:queues; listed it again");

@@ -319,7 +319,7 @@ fn format_identity(id: &ServerIdentity) -> String {
 
 /// Every queue name, or `None` (logged) when Redis cannot list them.
 async fn queues(broker: &Broker, component: &'static str) -> Option<Vec<String>> {
-    match broker.all_queues().await {
+    match broker.workable_queues().await {
         Ok(q) => Some(q),
         Err(e) => {
             tracing::warn!(component, error = %e, "maintenance: cannot list queues; skipping this tick");

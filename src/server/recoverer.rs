@@ -317,7 +317,7 @@ impl Recoverer {
         let mut out = RecoverOutcome::default();
         let mut first_err = None;
         if let QueueSource::All = self.source {
-            match self.broker.all_queues().await {
+            match self.broker.workable_queues().await {
                 Ok(queues) => {
                     let mut st = self.state();
                     st.watch.retain(|q, _| queues.contains(q));

@@ -58,7 +58,7 @@ impl Sampler {
     /// Errors: [`Error::Redis`](crate::Error::Redis) (also when the queue
     /// list cannot be read); [`Error::Internal`](crate::Error::Internal).
     pub async fn tick(&self) -> Result<usize> {
-        let queues = self.broker.all_queues().await.inspect_err(|e| {
+        let queues = self.broker.workable_queues().await.inspect_err(|e| {
             tracing::warn!(error = %e, "sampler: cannot list queues");
         })?;
         let mut sampled = 0;

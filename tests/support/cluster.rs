@@ -134,6 +134,17 @@ impl LocalCluster {
         }
     }
 
+    /// Kills the master on `port` (SIGKILL) and waits for its exit.
+    pub fn kill_node(&mut self, port: u16) {
+        let i = self
+            .ports
+            .iter()
+            .position(|p| *p == port)
+            .expect("a node of this cluster");
+        let _ = self.children[i].kill();
+        let _ = self.children[i].wait();
+    }
+
     /// `redis-cluster://127.0.0.1:p1,127.0.0.1:p2,...`.
     pub fn url(&self) -> String {
         format!("redis-cluster://{}", self.nodes())

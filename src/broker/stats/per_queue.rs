@@ -9,7 +9,7 @@
 // asynq divergence: COMPATIBILITY.md#k5
 
 use chrono::{DateTime, Utc};
-use futures_util::stream::{self, StreamExt, TryStreamExt};
+use futures_util::stream::{self, StreamExt};
 use redis::Value;
 
 use super::reply::{flat_error, parse_queue, resp2, value_error};
@@ -64,24 +64,36 @@ impl Broker {
             .map(|q| async move {
                 let mut loaded = false;
                 let mut sent = 0;
-                loop {
-                    sent += 1;
-                    match self.one_queue_stats(&q, now, req).await? {
-                        Some(entry) => return Ok::<_, Error>((entry, sent)),
-                        None if !loaded => {
-                            scripts::QUEUES_STATS.load_async(&mut self.conn()).await?;
-                            loaded = true;
-                        }
-                        None => {
-                            return Err(Error::Internal(
-                                "queues_stats script missing right after loading it".into(),
-                            ));
+                let read = async {
+                    loop {
+                        sent += 1;
+                        match self.one_queue_stats(&q, now, req).await? {
+                            Some(entry) => return Ok::<_, Error>(entry),
+                            None if !loaded => {
+                                scripts::QUEUES_STATS.load_async(&mut self.conn()).await?;
+                                loaded = true;
+                            }
+                            None => {
+                                return Err(Error::Internal(
+                                    "queues_stats script missing right after loading it".into(),
+                                ));
+                            }
                         }
                     }
                 }
+                .await;
+                // One queue's failure (its master unreachable, say) is its
+                // row's error; the queues of the other masters are shown.
+                let entry = read.unwrap_or_else(|e| QueueStatsEntry {
+                    stats: Err(e),
+                    samples: req.with_samples.then(|| Ok(Vec::new())),
+                    next_id: None,
+                    queue: q.clone(),
+                });
+                (entry, sent)
             })
             .buffered(CLUSTER_IN_FLIGHT);
-        let read: Vec<(QueueStatsEntry, usize)> = reads.try_collect().await?;
+        let read: Vec<(QueueStatsEntry, usize)> = reads.collect().await;
         let mut out = QueuesStats {
             entries: Vec::with_capacity(queues.len()),
             members,
