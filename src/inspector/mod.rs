@@ -34,6 +34,7 @@ mod actions;
 mod cluster;
 pub mod errgroups;
 mod info;
+pub mod jobs;
 mod left_behind;
 mod queues;
 mod samples;

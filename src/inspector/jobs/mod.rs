@@ -1,0 +1,161 @@
+//! Bulk actions as background jobs (issue 15): "all" and "all matching the
+//! filter" actions (run, archive, delete, cancel) on a set of any size run
+//! as a job in bounded chunks, throttled, with progress kept in hash-tagged
+//! Redis keys so a job survives a dashboard restart and two dashboards never
+//! run the same job twice.
+//!
+//! This file is the interface shared by the job engine (`store`, `runner`,
+//! the broker's chunk scripts) and the web (the preview and job pages, the
+//! `/api/jobs` routes). Times are UTC; rates are tasks per second.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+mod api;
+
+use super::{TabFilter, TaskAction};
+use crate::task::TaskState;
+
+/// What a job does: `action` on every task of `queue`'s `state` tab (of
+/// `group`, for the aggregating tab), or only on those `filter` matches.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// The queue.
+    pub queue: String,
+    /// The tab: pending, active (cancel only), scheduled, retry, archived,
+    /// completed or aggregating.
+    pub state: TaskState,
+    /// Aggregating tab only: the group.
+    pub group: Option<String>,
+    /// What to do to each task ([`TaskAction::allowed_in`] must allow it).
+    pub action: TaskAction,
+    /// `None`: every task of the tab. `Some`: only the tasks the filter
+    /// matches (type, payload, error group; an id filter is one task).
+    pub filter: Option<TabFilter>,
+}
+
+/// Where a job is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobPhase {
+    /// Created, not claimed by a runner yet.
+    Queued,
+    /// A runner holds its lease and works through chunks.
+    Running,
+    /// Cancel was asked; the runner stops after the chunk in progress.
+    Cancelling,
+    /// Stopped by a cancel (the report says how far it got).
+    Cancelled,
+    /// Every task was handled.
+    Done,
+    /// Stopped by an error it cannot get past (`error` says which).
+    Failed,
+}
+
+impl JobPhase {
+    /// Whether the job will not change any more.
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            JobPhase::Cancelled | JobPhase::Done | JobPhase::Failed
+        )
+    }
+
+    /// `queued`, `running`, … (the JSON form).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobPhase::Queued => "queued",
+            JobPhase::Running => "running",
+            JobPhase::Cancelling => "cancelling",
+            JobPhase::Cancelled => "cancelled",
+            JobPhase::Done => "done",
+            JobPhase::Failed => "failed",
+        }
+    }
+}
+
+/// Most ids kept in a job's report per kind (skipped, failed); the counts
+/// are exact whatever their number.
+pub const REPORT_IDS: usize = 1_000;
+
+/// A job as stored: its spec, progress and report.
+#[derive(Clone, Debug)]
+pub struct JobStatus {
+    /// The job id (a UUID).
+    pub id: String,
+    pub spec: JobSpec,
+    pub phase: JobPhase,
+    /// Tasks the job will look at: the tab's size when it started (for a
+    /// filtered job, the tasks scanned so far plus those left to scan).
+    pub total: u64,
+    /// Tasks the action was applied to.
+    pub done: u64,
+    /// Tasks looked at and left alone: no longer in the tab, or not
+    /// matching the filter.
+    pub skipped: u64,
+    /// Tasks the action failed on.
+    pub failed: u64,
+    /// Up to [`REPORT_IDS`] skipped ids (a filter's non-matches are
+    /// counted, not listed).
+    pub skipped_ids: Vec<String>,
+    /// Up to [`REPORT_IDS`] failed ids, each with its error.
+    pub failed_ids: Vec<(String, String)>,
+    /// Who asked for it (basic-auth user), when known.
+    pub actor: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    /// Last progress write.
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Why it failed ([`JobPhase::Failed`]).
+    pub error: Option<String>,
+}
+
+impl JobStatus {
+    /// Tasks looked at so far: done + skipped + failed.
+    pub fn handled(&self) -> u64 {
+        self.done + self.skipped + self.failed
+    }
+
+    /// Progress in per cent (0–100), 100 when finished or the total is 0.
+    pub fn percent(&self) -> u8 {
+        if self.phase.is_finished() || self.total == 0 {
+            return 100;
+        }
+        ((self.handled().min(self.total) * 100) / self.total) as u8
+    }
+
+    /// Tasks handled per second since it started, when it has.
+    pub fn rate(&self) -> Option<f64> {
+        let start = self.started_at?;
+        let end = self.finished_at.unwrap_or(self.updated_at);
+        let secs = (end - start).num_milliseconds() as f64 / 1000.0;
+        (secs > 0.0).then(|| self.handled() as f64 / secs)
+    }
+
+    /// Time left at the current rate, while running.
+    pub fn eta(&self) -> Option<Duration> {
+        if self.phase.is_finished() {
+            return None;
+        }
+        let rate = self.rate().filter(|r| *r > 0.0)?;
+        let left = self.total.saturating_sub(self.handled()) as f64;
+        Some(Duration::from_secs_f64(left / rate))
+    }
+}
+
+/// What a job would touch, shown before the person confirms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct JobPreview {
+    /// Tasks the job would act on: exact when `exact`, else extrapolated
+    /// from the tasks scanned.
+    pub count: u64,
+    /// Whether `count` is exact (no filter, or the whole tab was scanned).
+    pub exact: bool,
+    /// Tasks read to count (0 without a filter).
+    pub scanned: u64,
+    /// Tasks in the tab.
+    pub total: u64,
+}
