@@ -486,3 +486,41 @@ impl Broker {
         Ok(events)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::server_order;
+
+    /// Go's key names sort by host, then pid as a number, then id; a host
+    /// may hold `:` (the pid and id are the last two parts); other names
+    /// sort after them.
+    #[test]
+    fn server_keys_sort_by_host_pid_id() {
+        let mut names = vec![
+            "asynq:servers:{b:1:x}",
+            "asynq:servers:{a:10:x}",
+            "asynq:servers:{a:9:y}",
+            "asynq:servers:{a:9:x}",
+            "asynq:servers:{::1:7:z}",
+            "odd",
+            "asynq:servers:{a:notapid:x}",
+        ];
+        names.sort_by(|a, b| server_order(a).cmp(&server_order(b)));
+        assert_eq!(
+            names,
+            [
+                "asynq:servers:{::1:7:z}",
+                "asynq:servers:{a:9:x}",
+                "asynq:servers:{a:9:y}",
+                "asynq:servers:{a:10:x}",
+                "asynq:servers:{b:1:x}",
+                "asynq:servers:{a:notapid:x}",
+                "odd",
+            ]
+        );
+        assert_eq!(
+            server_order("asynq:servers:{::1:7:z}"),
+            (false, "::1", 7, "z")
+        );
+    }
+}
