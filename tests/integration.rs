@@ -23,6 +23,7 @@ mod reliability_engine;
 mod reliability_recovery;
 mod reliability_review;
 mod reliability_web;
+mod scale_reads;
 mod sentinel;
 mod server_interop;
 mod server_seeds;

@@ -1,5 +1,5 @@
 //! Queue-level reads and changes besides the statistics (`stats/`): the
-//! queue list and existence check, daily history, groups, pause and queue
+//! queue list and existence check, daily history, groups (paged), pause and queue
 //! deletion.
 //!
 //! Go: `rdb.AllQueues`, `HistoricalStats`, `GroupStats`, `Pause`,
@@ -124,33 +124,70 @@ impl Broker {
         Ok(out)
     }
 
-    /// Every group of the queue with its size, in SMEMBERS order (Go
-    /// `rdb.GroupStats`; wire spec §9.8). No queue existence check, as Go.
-    /// Errors: [`Error::Internal`] on a reply of the wrong shape; [`Error::Redis`].
-    pub(crate) async fn group_stats(&self, queue: &str) -> Result<Vec<GroupInfo>> {
+    /// One page of the queue's groups with their sizes (Go `rdb.GroupStats`,
+    /// paged; wire spec §9.8; COMPATIBILITY.md LE1): one `group_stats`
+    /// script call, `SSCAN asynq:{q}:groups <cursor> COUNT <count>` and a
+    /// `ZCARD` per name returned. `cursor` 0 starts a walk; the returned
+    /// cursor continues it, 0 when it is over. A page holds about `count`
+    /// names (whole hash buckets; a small set, stored as a listpack or
+    /// intset, comes whole), in SSCAN order. No queue existence check, as Go.
+    /// Errors: [`Error::InvalidArgument`] when `count` is 0;
+    /// [`Error::Internal`] on a reply of the wrong shape; [`Error::Redis`].
+    pub(crate) async fn group_page(
+        &self,
+        queue: &str,
+        cursor: u64,
+        count: usize,
+    ) -> Result<(Vec<GroupInfo>, u64)> {
+        if count == 0 {
+            return Err(Error::InvalidArgument(
+                "the page size must be positive".into(),
+            ));
+        }
         let reply: Vec<Value> = scripts::GROUP_STATS
             .key(keys::all_groups_key(queue))
             .arg(keys::group_key_prefix(queue))
+            .arg(cursor)
+            .arg(count)
             .invoke_async(&mut self.conn())
             .await?;
-        if !reply.len().is_multiple_of(2) {
-            return Err(Error::Internal(format!(
-                "group_stats script replied {} values",
-                reply.len()
-            )));
+        let shape = |what: &dyn std::fmt::Debug| {
+            Error::Internal(format!("group_stats script replied {what:?}"))
+        };
+        let Some((first, rest)) = reply.split_first() else {
+            return Err(shape(&reply));
+        };
+        let next = match first {
+            Value::BulkString(b) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|t| t.parse::<u64>().ok())
+                .ok_or_else(|| shape(first))?,
+            other => return Err(shape(other)),
+        };
+        if !rest.len().is_multiple_of(2) {
+            return Err(shape(&rest.len()));
         }
-        reply
+        let groups = rest
             .chunks(2)
             .map(|pair| match (&pair[0], &pair[1]) {
                 (Value::BulkString(name), Value::Int(size)) => Ok(GroupInfo {
                     group: String::from_utf8_lossy(name).into_owned(),
                     size: *size,
                 }),
-                other => Err(Error::Internal(format!(
-                    "group_stats script replied {other:?}"
-                ))),
+                other => Err(shape(&other)),
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok((groups, next))
+    }
+
+    /// `ZCARD asynq:{q}:g:<group>`: the group's size (0 for an unknown
+    /// group). Errors: [`Error::Redis`] (also a key of the wrong type).
+    pub(crate) async fn group_size(&self, queue: &str, group: &str) -> Result<i64> {
+        let size: i64 = redis::cmd("ZCARD")
+            .arg(keys::group_key(queue, group))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(size)
     }
 
     /// `SETNX asynq:{q}:paused <now unix s>` (Go `rdb.Pause`; wire spec §9.5).

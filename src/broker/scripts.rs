@@ -215,13 +215,13 @@ scripts! {
     /// Replace a scheduled task's msg, compare-and-set (asynq rdb.UpdateTaskPayload).
     UPDATE_TASK_PAYLOAD => ["update_task_payload"];
     /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).
-    QUEUE_STATS => ["lib/queue_counts", "queue_stats"] read_only;
+    QUEUE_STATS => ["lib/group_total", "lib/queue_counts", "queue_stats"] read_only;
     /// Pending sizes, latencies, other sizes asked for and growth samples of many queues, errors caught per queue (dashboard snapshot, inside a MULTI).
-    QUEUES_STATS => ["queues_stats"] read_only;
+    QUEUES_STATS => ["lib/group_total", "queues_stats"] read_only;
     /// Sampled memory estimate of one queue (asynq rdb.memoryUsage, guarded form).
-    QUEUE_MEMORY_USAGE => ["lib/memory_usage", "queue_memory_usage"] read_only;
+    QUEUE_MEMORY_USAGE => ["lib/group_total", "lib/memory_usage", "queue_memory_usage"] read_only;
     /// Sampled memory estimates of many queues, errors caught per queue (dashboard memory run).
-    QUEUES_MEMORY_USAGE => ["lib/memory_usage", "queues_memory_usage"] read_only;
+    QUEUES_MEMORY_USAGE => ["lib/group_total", "lib/memory_usage", "queues_memory_usage"] read_only;
     /// Groups of a queue with their sizes (asynq rdb.GroupStats).
     GROUP_STATS => ["group_stats"] read_only;
     /// Remove a queue, forced or only when empty (asynq rdb.RemoveQueue).

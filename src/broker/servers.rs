@@ -22,6 +22,31 @@ use crate::error::{Error, Result};
 const SCHEDULER_HISTORY_CAP: i64 = 1000;
 /// Keys read per pipeline by the registry readers.
 const READ_CHUNK: usize = 100;
+/// `asynq:servers:` and `asynq:workers:`: what precedes a server's
+/// `{<host>:<pid>:<server id>}` in its two key names.
+const SERVERS_KEY_PREFIX: &str = "asynq:servers:";
+const WORKERS_KEY_PREFIX: &str = "asynq:workers:";
+
+/// The sort key of a server key name `asynq:servers:{<host>:<pid>:<id>}`:
+/// (host, pid, id) as Go writes them (the pid and id are the last two
+/// `:`-separated parts, a host may hold `:`); a name of another form sorts
+/// after them, by name.
+fn server_order(key: &str) -> (bool, &str, i64, &str) {
+    let inner = key
+        .strip_prefix(SERVERS_KEY_PREFIX)
+        .and_then(|r| r.strip_prefix('{'))
+        .and_then(|r| r.strip_suffix('}'));
+    if let Some(inner) = inner {
+        let mut parts = inner.rsplitn(3, ':');
+        if let (Some(id), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next())
+            && let Ok(pid) = pid.parse::<i64>()
+        {
+            return (false, host, pid, id);
+        }
+    }
+    (true, key, 0, "")
+}
+
 /// Scheduler entries read per `LRANGE` at most (one entry is ~100–600 bytes).
 const ENTRIES_CHUNK: usize = 500;
 
@@ -259,18 +284,46 @@ impl Broker {
     }
 
     /// Live servers and the in-flight tasks of live workers hashes (Go
-    /// `rdb.ListServers` + `rdb.ListWorkers`; wire spec §9.9). Expired
-    /// registry members are pruned; missing keys and values that fail to
-    /// decode are skipped (logged). Order: registry order (ascending
-    /// expiry), workers in HVALS order. Errors: [`Error::Redis`].
+    /// `rdb.ListServers` + `rdb.ListWorkers`; wire spec §9.9): every page of
+    /// [`Broker::servers_and_workers_page`] at once, read the same bounded
+    /// way. Errors: [`Error::Redis`].
     pub(crate) async fn list_servers_and_workers(
         &self,
     ) -> Result<(Vec<proto::ServerInfo>, Vec<proto::WorkerInfo>)> {
-        let server_keys = self.live_members(keys::ALL_SERVERS).await?;
+        let all = Page {
+            number: 1,
+            size: usize::MAX,
+        };
+        let (servers, workers, _) = self.servers_and_workers_page(all).await?;
+        Ok((servers, workers))
+    }
+
+    /// One page of the live servers, in the order of their key names'
+    /// (host, pid, server id), with the in-flight tasks of their live
+    /// workers hashes, and how many live servers there are (issue 15).
+    /// Reads both registries (one `list_live_members` script each, pruning
+    /// expired members), then only the page's `asynq:servers:{…}` (GET) and
+    /// `asynq:workers:{…}` (HVALS) keys, [`READ_CHUNK`] per pipeline, so a
+    /// page costs O(servers in the registry + page), never one command over
+    /// all keys. Missing keys and values that fail to decode are skipped
+    /// (logged): that page is shorter, the total still counts them. Workers
+    /// are in HVALS order. Errors: [`Error::InvalidArgument`] for a zero
+    /// page number or size; [`Error::Redis`].
+    pub(crate) async fn servers_and_workers_page(
+        &self,
+        page: Page,
+    ) -> Result<(Vec<proto::ServerInfo>, Vec<proto::WorkerInfo>, usize)> {
+        page.validate()?;
+        let mut server_keys = self.live_members(keys::ALL_SERVERS).await?;
+        server_keys.sort_by(|a, b| server_order(a).cmp(&server_order(b)));
+        let total = server_keys.len();
+        let start = page.first().min(total);
+        let end = start.saturating_add(page.size).min(total);
+        let server_keys = &server_keys[start..end];
         let mut servers = Vec::new();
         for (key, value) in server_keys
             .iter()
-            .zip(self.read_each("GET", &[], &server_keys).await?)
+            .zip(self.read_each("GET", &[], server_keys).await?)
         {
             if let Value::BulkString(bytes) = value {
                 match proto::ServerInfo::decode(&bytes[..]) {
@@ -279,7 +332,18 @@ impl Broker {
                 }
             }
         }
-        let worker_keys = self.live_members(keys::ALL_WORKERS).await?;
+        // The page's workers hashes: those the workers registry lists live.
+        let live_workers: std::collections::HashSet<String> = self
+            .live_members(keys::ALL_WORKERS)
+            .await?
+            .into_iter()
+            .collect();
+        let worker_keys: Vec<String> = server_keys
+            .iter()
+            .filter_map(|k| k.strip_prefix(SERVERS_KEY_PREFIX))
+            .map(|rest| format!("{WORKERS_KEY_PREFIX}{rest}"))
+            .filter(|k| live_workers.contains(k))
+            .collect();
         let mut workers = Vec::new();
         for (key, value) in worker_keys
             .iter()
@@ -298,7 +362,7 @@ impl Broker {
                 }
             }
         }
-        Ok((servers, workers))
+        Ok((servers, workers, total))
     }
 
     /// Entries of every live scheduler (Go `rdb.ListSchedulerEntries`; wire
@@ -420,5 +484,43 @@ impl Broker {
             }
         }
         Ok(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_order;
+
+    /// Go's key names sort by host, then pid as a number, then id; a host
+    /// may hold `:` (the pid and id are the last two parts); other names
+    /// sort after them.
+    #[test]
+    fn server_keys_sort_by_host_pid_id() {
+        let mut names = vec![
+            "asynq:servers:{b:1:x}",
+            "asynq:servers:{a:10:x}",
+            "asynq:servers:{a:9:y}",
+            "asynq:servers:{a:9:x}",
+            "asynq:servers:{::1:7:z}",
+            "odd",
+            "asynq:servers:{a:notapid:x}",
+        ];
+        names.sort_by(|a, b| server_order(a).cmp(&server_order(b)));
+        assert_eq!(
+            names,
+            [
+                "asynq:servers:{::1:7:z}",
+                "asynq:servers:{a:9:x}",
+                "asynq:servers:{a:9:y}",
+                "asynq:servers:{a:10:x}",
+                "asynq:servers:{b:1:x}",
+                "asynq:servers:{a:notapid:x}",
+                "odd",
+            ]
+        );
+        assert_eq!(
+            server_order("asynq:servers:{::1:7:z}"),
+            (false, "::1", 7, "z")
+        );
     }
 }

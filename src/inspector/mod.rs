@@ -36,6 +36,7 @@ pub mod errgroups;
 mod info;
 pub mod jobs;
 mod left_behind;
+mod memory_cache;
 mod queues;
 mod samples;
 mod servers;
@@ -52,18 +53,21 @@ pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;
 pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, SentinelStatus, parse_info};
 pub use left_behind::SweepBudget;
+pub use memory_cache::{CachedMemory, MEMORY_CACHE_TTL};
+pub use queues::{GROUPS_PAGE_MAX, GroupsPage};
 pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
     QueueSample, RetryGrowth, retry_growth,
 };
 pub use servers::{
-    SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, WorkerInfo,
+    SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, ServersPage,
+    WorkerInfo,
 };
 pub use snapshot::{GrowthSamples, MemoryEstimate, QueueRow, Snapshot};
 pub use stats::{QueueStatsRow, StatsHints};
 pub use tab::{
-    IdLookup, SCAN_LIMIT, SCAN_PAGE, ScanCount, TabFilter, TabRead, TabRequest, TabSummary,
-    WorkerTimes, state_count,
+    IdLookup, PICKER_GROUPS, SCAN_LIMIT, SCAN_PAGE, ScanCount, TabFilter, TabRead, TabRequest,
+    TabSummary, WorkerTimes, state_count,
 };
 pub use tasks::TaskRow;
 
@@ -75,6 +79,7 @@ use crate::error::Result;
 pub struct Inspector {
     broker: Broker,
     sweep_budget: SweepBudget,
+    memory_cache: memory_cache::MemoryCache,
 }
 
 impl Inspector {
@@ -89,6 +94,7 @@ impl Inspector {
         Inspector {
             broker,
             sweep_budget: SweepBudget::default(),
+            memory_cache: Default::default(),
         }
     }
 

@@ -10,6 +10,20 @@ use super::Inspector;
 use crate::broker::{DailyStats, GroupInfo, QueueInfo};
 use crate::error::{Error, Result};
 
+/// Largest page [`Inspector::groups_page`] serves, and the page
+/// [`Inspector::groups`] reads: one Redis call of an `SSCAN … COUNT 500`
+/// and about 500 `ZCARD`s (about 1–2 ms on a 1,000,000-group set here).
+pub const GROUPS_PAGE_MAX: usize = 500;
+
+/// One page of a queue's groups ([`Inspector::groups_page`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupsPage {
+    /// The page's groups with their sizes, sorted by name.
+    pub groups: Vec<GroupInfo>,
+    /// Cursor of the next page; 0 when the walk is over.
+    pub next_cursor: u64,
+}
+
 impl Inspector {
     /// Every queue name, sorted (Go `Inspector.Queues`: `SMEMBERS
     /// asynq:queues`, unsorted). Queues appear when a task is enqueued to
@@ -21,8 +35,11 @@ impl Inspector {
     /// The queue's sizes per state, counters, pause flag, latency and memory
     /// estimate, as Go's `Inspector.GetQueueInfo` computes them (wire spec
     /// §9.6), except that counters are exact integers, latency is never
-    /// negative and the memory estimate survives missing hashes
-    /// (`COMPATIBILITY.md` Q4, Q5).
+    /// negative, the memory estimate survives missing hashes
+    /// (`COMPATIBILITY.md` Q4, Q5) and is reused for
+    /// [`MEMORY_CACHE_TTL`](super::MEMORY_CACHE_TTL) per queue
+    /// ([`Inspector::queue_memory_estimate`], LE3), and past 1,000 groups the
+    /// aggregating count is estimated from about 200 of them (LE2).
     ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::Corrupt`] (a counter or `pending_since` that is not an
@@ -30,7 +47,8 @@ impl Inspector {
     pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
         self.broker.check_queue_name(queue)?;
         let s = self.broker.queue_stats(queue).await?;
-        let memory_usage = self.broker.queue_memory_usage(queue).await?;
+        // Cached per queue (COMPATIBILITY.md LE3; Go estimates every call).
+        let memory_usage = self.cached_memory_of_existing(queue).await?;
         Ok(s.info(queue, memory_usage))
     }
 
@@ -70,18 +88,54 @@ impl Inspector {
         self.broker.daily_stats(queue, days).await
     }
 
-    /// The queue's groups with their sizes, sorted by name (Go
-    /// `Inspector.Groups`, unsorted; wire spec §9.8). Like Go, an unknown
-    /// queue is not an error: it has no groups.
+    /// The queue's first groups with their sizes, sorted by name (Go
+    /// `Inspector.Groups`, every group, unsorted; wire spec §9.8): the first
+    /// page of a walk ([`Inspector::groups_page`] from cursor 0 with
+    /// [`GROUPS_PAGE_MAX`]), so about 500 groups at most however many the
+    /// queue has (COMPATIBILITY.md LE1); a queue with fewer has them all.
+    /// Like Go, an unknown queue is not an error: it has no groups.
     ///
     /// Errors: [`Error::InvalidQueueName`] (Go does not validate here),
     /// [`Error::Internal`], [`Error::Redis`].
     pub async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>> {
+        Ok(self.groups_page(queue, 0, GROUPS_PAGE_MAX).await?.groups)
+    }
+
+    /// One page of the queue's groups (issue 15): `cursor` 0 starts a walk,
+    /// [`GroupsPage::next_cursor`] continues it and is 0 once every group
+    /// was returned. One bounded Redis call per page (`SSCAN … COUNT size`
+    /// and a `ZCARD` per name). A page holds about `size` groups (Redis
+    /// returns whole hash buckets; a small set stored compactly, an intset,
+    /// or on Redis 7.2+ a listpack of up to 128 names, comes whole),
+    /// sorted by name within the page. A walk returns every group that
+    /// exists throughout it exactly once while the set is not resized;
+    /// groups added or removed meanwhile may be missed or, if Redis rehashes
+    /// the set, repeated (SSCAN's contract).
+    ///
+    /// Errors: [`Error::InvalidQueueName`]; [`Error::InvalidArgument`] when
+    /// `size` is 0 or over [`GROUPS_PAGE_MAX`]; [`Error::Internal`];
+    /// [`Error::Redis`].
+    pub async fn groups_page(&self, queue: &str, cursor: u64, size: usize) -> Result<GroupsPage> {
         self.broker.check_queue_name(queue)?;
-        let mut groups = self.broker.group_stats(queue).await?;
+        if size == 0 || size > GROUPS_PAGE_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "the groups page size must be 1 to {GROUPS_PAGE_MAX}"
+            )));
+        }
+        let (mut groups, next_cursor) = self.broker.group_page(queue, cursor, size).await?;
         // asynq divergence: COMPATIBILITY.md#q2
         groups.sort_by(|a, b| a.group.cmp(&b.group));
-        Ok(groups)
+        Ok(GroupsPage {
+            groups,
+            next_cursor,
+        })
+    }
+
+    /// The size of one group (`ZCARD`; 0 for an unknown group). Errors:
+    /// [`Error::InvalidQueueName`]; [`Error::Redis`].
+    pub async fn group_size(&self, queue: &str, group: &str) -> Result<i64> {
+        self.broker.check_queue_name(queue)?;
+        self.broker.group_size(queue, group).await
     }
 
     /// Pauses the queue: `SETNX asynq:{q}:paused <now unix s>`, no TTL (Go

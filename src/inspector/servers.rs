@@ -80,6 +80,15 @@ pub struct SchedulerEntry {
     pub prev_enqueue_at: Option<DateTime<Utc>>,
 }
 
+/// One page of servers ([`Inspector::servers_page`]).
+#[derive(Clone, Debug)]
+pub struct ServersPage {
+    /// The page's servers with their workers.
+    pub servers: Vec<ServerInfo>,
+    /// Live servers in all.
+    pub total: usize,
+}
+
 /// One page of scheduler entries ([`Inspector::scheduler_entries_page`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedulerEntriesPage {
@@ -156,36 +165,23 @@ impl Inspector {
     /// Errors: [`Error::Redis`](crate::Error::Redis).
     pub async fn servers(&self) -> Result<Vec<ServerInfo>> {
         let (servers, workers) = self.broker.list_servers_and_workers().await?;
-        let mut by_id: BTreeMap<String, ServerInfo> = BTreeMap::new();
-        for s in servers {
-            by_id.insert(
-                s.server_id.clone(),
-                ServerInfo {
-                    host: s.host,
-                    pid: s.pid,
-                    server_id: s.server_id,
-                    concurrency: s.concurrency,
-                    queues: s.queues,
-                    strict_priority: s.strict_priority,
-                    status: s.status,
-                    started: time_of(s.start_time),
-                    active_workers: Vec::new(),
-                },
-            );
-        }
-        for w in workers {
-            if let Some(server) = by_id.get_mut(&w.server_id) {
-                server.active_workers.push(w.into());
-            }
-        }
-        // Go leaves both orders unspecified. asynq divergence: COMPATIBILITY.md#q7
-        let mut out: Vec<ServerInfo> = by_id.into_values().collect();
-        for s in &mut out {
-            s.active_workers
-                .sort_by(|a, b| (a.started, &a.task_id).cmp(&(b.started, &b.task_id)));
-        }
-        out.sort_by(|a, b| (&a.host, a.pid, &a.server_id).cmp(&(&b.host, b.pid, &b.server_id)));
-        Ok(out)
+        Ok(join_servers(servers, workers))
+    }
+
+    /// One page of [`Inspector::servers`] (issue 15): servers ranked
+    /// `size·(number−1)` to `size·number − 1` in the same order, with their
+    /// workers, and how many servers are live. Only the page's server and
+    /// workers keys are read (in pipelines of 100 keys), besides the two
+    /// registries. A page past the end is empty.
+    ///
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for
+    /// a zero page number or size; [`Error::Redis`](crate::Error::Redis).
+    pub async fn servers_page(&self, page: Page) -> Result<ServersPage> {
+        let (servers, workers, total) = self.broker.servers_and_workers_page(page).await?;
+        Ok(ServersPage {
+            servers: join_servers(servers, workers),
+            total,
+        })
     }
 
     /// Entries of every running scheduler (Go `Inspector.SchedulerEntries`;
@@ -250,4 +246,43 @@ impl Inspector {
     pub async fn cancel_processing(&self, task_id: &str) -> Result<()> {
         self.broker.publish_cancelation(task_id).await
     }
+}
+
+/// Joins workers to servers by server id (workers of an unlisted server
+/// are dropped) and sorts: servers by host, pid, server id; each server's
+/// workers by start time, then task id. Go leaves both orders unspecified.
+fn join_servers(
+    servers: Vec<proto::ServerInfo>,
+    workers: Vec<proto::WorkerInfo>,
+) -> Vec<ServerInfo> {
+    let mut by_id: BTreeMap<String, ServerInfo> = BTreeMap::new();
+    for s in servers {
+        by_id.insert(
+            s.server_id.clone(),
+            ServerInfo {
+                host: s.host,
+                pid: s.pid,
+                server_id: s.server_id,
+                concurrency: s.concurrency,
+                queues: s.queues,
+                strict_priority: s.strict_priority,
+                status: s.status,
+                started: time_of(s.start_time),
+                active_workers: Vec::new(),
+            },
+        );
+    }
+    for w in workers {
+        if let Some(server) = by_id.get_mut(&w.server_id) {
+            server.active_workers.push(w.into());
+        }
+    }
+    // asynq divergence: COMPATIBILITY.md#q7
+    let mut out: Vec<ServerInfo> = by_id.into_values().collect();
+    for s in &mut out {
+        s.active_workers
+            .sort_by(|a, b| (a.started, &a.task_id).cmp(&(b.started, &b.task_id)));
+    }
+    out.sort_by(|a, b| (&a.host, a.pid, &a.server_id).cmp(&(&b.host, b.pid, &b.server_id)));
+    out
 }

@@ -108,7 +108,8 @@ pub struct ScanCount {
 /// What a tab shows ([`Inspector::read_tab`]).
 #[derive(Debug)]
 pub struct TabRead {
-    /// The queue's groups (aggregating tab only, else empty).
+    /// The picker's groups, one bounded page ([`PICKER_GROUPS`]) sorted by
+    /// name (aggregating tab only, else empty).
     pub groups: Vec<GroupInfo>,
     /// The group shown (aggregating tab with groups only).
     pub group: Option<String>,
@@ -153,6 +154,11 @@ struct Scan {
     /// How many tasks the tab had by the statistics (at least `rows.len()`).
     total: usize,
 }
+
+/// Groups the aggregating tab's picker lists at most: the first page of
+/// a walk of the queue's groups (about this many; see
+/// [`Inspector::groups_page`]). Others are reached by name (`?group=`).
+pub const PICKER_GROUPS: usize = 100;
 
 /// The groups of an aggregating tab, the one chosen, and the tab's size.
 struct Scope {
@@ -376,17 +382,21 @@ impl Inspector {
                 total: req.stats.map(|i| state_count(i, req.state).max(0) as usize),
             });
         }
-        let groups = self.groups(req.queue).await?;
+        // The picker's groups: one bounded page, not every group (issue 15).
+        let groups = self.groups_page(req.queue, 0, PICKER_GROUPS).await?.groups;
         let group = req
             .group
             .map(str::to_string)
             .or_else(|| groups.first().map(|g| g.group.clone()));
-        let total = Some(group.as_deref().map_or(0, |g| {
-            groups
-                .iter()
-                .find(|x| x.group == g)
-                .map_or(0, |x| x.size.max(0) as usize)
-        }));
+        let total = match group.as_deref() {
+            None => 0,
+            Some(g) => match groups.iter().find(|x| x.group == g) {
+                Some(x) => x.size.max(0) as usize,
+                // A group past the picker's page: its own ZCARD.
+                None => self.group_size(req.queue, g).await?.max(0) as usize,
+            },
+        };
+        let total = Some(total);
         Ok(Scope {
             groups,
             group,

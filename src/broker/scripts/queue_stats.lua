@@ -22,7 +22,8 @@
 --   11    1 when paused, else 0;
 --   12    pending_since (unix ns, bulk string) of the rightmost (next to run)
 --         pending task, false (nil) when there is none or it has no such field;
---   13    number of groups; 14 sum of the group zsets' sizes (aggregating tasks).
+--   13    number of groups; 14 sum of the group zsets' sizes (aggregating tasks;
+--         estimated past 1,000 groups: lib/group_total).
 -- Read-only. The counting is lib/queue_counts.lua.
 local k = {
     pending = KEYS[1], active = KEYS[2], scheduled = KEYS[3], retry = KEYS[4],

@@ -27,7 +27,9 @@
 --     "l" <list key>                      LLEN (active)
 --     "z" <zset key>                      ZCARD (scheduled, retry, archived, completed)
 --     "g" <groups set key> <group prefix> number of groups and the sum of
---                                         their zsets' sizes (aggregating)
+--                                         their zsets' sizes (aggregating;
+--                                         estimated past 1,000 groups:
+--                                         lib/group_total)
 --   asynqdeck:{<q>}:samples (only when ARGV[1] is "1") zset "<unix s>:<retry>:<archived>" -> unix s
 -- Returns one flat array (nested tables cost Redis more to reply), per queue:
 --   ok:    LLEN pending, pending_since of the rightmost (next to run) task
@@ -98,14 +100,8 @@ local function counts(a, last)
             out[m] = redis.call("LLEN", ARGV[j + 1])
             j = j + 2
         elseif kind == "g" then
-            local groups = redis.call("SMEMBERS", ARGV[j + 1])
-            local prefix = ARGV[j + 2]
-            local aggregating = 0
-            for _, name in ipairs(groups) do
-                aggregating = aggregating + redis.call("ZCARD", prefix .. name)
-            end
-            out[m + 1] = #groups
-            out[m + 2] = aggregating
+            -- Bounded: at most GROUP_TOTAL_LIMIT groups read (lib/group_total).
+            out[m + 1], out[m + 2] = group_total(ARGV[j + 1], ARGV[j + 2], GROUP_TOTAL_LIMIT, GROUP_TOTAL_SAMPLE)
             m = m + 2
             j = j + 3
         else

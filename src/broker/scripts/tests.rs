@@ -414,7 +414,7 @@ fn call_sites_pass_the_documented_keys_and_args() {
 }
 
 /// Commands our scripts call that never write.
-const READ_COMMANDS: [&str; 17] = [
+const READ_COMMANDS: [&str; 19] = [
     "EXISTS",
     "GET",
     "HGET",
@@ -424,7 +424,9 @@ const READ_COMMANDS: [&str; 17] = [
     "LRANGE",
     "MEMORY",
     "MGET",
+    "SCARD",
     "SMEMBERS",
+    "SSCAN",
     "TYPE",
     "ZCARD",
     "ZRANGE",

@@ -3,16 +3,17 @@
 //! `GET /queues/{q}/groups` (asynqmon `queue_handlers.go`,
 //! `group_handlers.go`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::Method;
 use axum::response::IntoResponse;
 use serde::Serialize;
 
 use super::model::{DailyStatsJson, GroupJson, QueueSnapshot};
 use super::{ApiError, ApiResult, no_content, queue_snapshot};
+use crate::inspector::GROUPS_PAGE_MAX;
 use crate::web::AppState;
 
 /// Days of history in `GET /queues/{q}` (asynqmon's fixed 10).
@@ -154,16 +155,47 @@ pub async fn daily_stats(State(state): State<AppState>) -> ApiResult {
 struct GroupsResponse {
     groups: Vec<GroupJson>,
     stats: Option<QueueSnapshot>,
+    /// Cursor of the next page as a decimal string (an SSCAN cursor can
+    /// pass 2^53); absent when every group was listed, so a queue of one
+    /// page answers exactly asynqmon's body. asynqdeck only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
 }
 
-/// `GET /queues/{q}/groups`: `{"groups": [{group, size}], "stats":
-/// snapshot}`; 404 for an unknown queue (asynq lists no groups for it).
-pub async fn groups(State(state): State<AppState>, Path(queue): Path<String>) -> ApiResult {
-    let groups = state.inspector.groups(&queue).await?;
+/// `GET /queues/{q}/groups?cursor=&size=`: `{"groups": [{group, size}],
+/// "stats": snapshot}`, plus `"next_cursor": "<c>"` while more groups
+/// follow; 404 for an unknown queue
+/// (asynq lists no groups for it). Bounded (COMPATIBILITY.md LE1): one page
+/// of about `size` groups (default and most [`GROUPS_PAGE_MAX`], 500)
+/// from `cursor` (default 0, the first page); asynqmon lists every group,
+/// which is the same answer for a queue of fewer groups. `size` outside
+/// 1..=500 or a cursor that is not an unsigned integer is 400.
+// asynqmon divergence: COMPATIBILITY.md#le1
+pub async fn groups(
+    State(state): State<AppState>,
+    Path(queue): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let cursor = match query.get("cursor").map(|c| c.trim()) {
+        None | Some("") => 0,
+        Some(c) => c
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid cursor {c:?}")))?,
+    };
+    let size = match query.get("size").map(|c| c.trim()) {
+        None | Some("") => GROUPS_PAGE_MAX,
+        Some(c) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=GROUPS_PAGE_MAX).contains(n))
+            .ok_or_else(|| ApiError::bad_request(format!("size must be 1 to {GROUPS_PAGE_MAX}")))?,
+    };
+    let page = state.inspector.groups_page(&queue, cursor, size).await?;
     let stats = queue_snapshot(&state, &queue).await?;
     Ok(Json(GroupsResponse {
-        groups: groups.iter().map(GroupJson::from).collect(),
+        groups: page.groups.iter().map(GroupJson::from).collect(),
         stats,
+        next_cursor: (page.next_cursor != 0).then(|| page.next_cursor.to_string()),
     })
     .into_response())
 }

@@ -192,7 +192,7 @@ struct EventsQuery {
 /// The 1-based page (default 1) and the size (default `default`, at most
 /// `max`) of a `?page=&size=` query; a 400 page for a value that is not a
 /// whole number of at least 1.
-fn paging(
+pub(super) fn paging(
     page: &Option<String>,
     size: &Option<String>,
     default: usize,

@@ -9,12 +9,14 @@
 --   task_prefix   asynq:{<q>}:t:
 --   group_prefix  asynq:{<q>}:g:
 --   sample        tasks sampled per list/zset (Go: 20), a number
---   group_sample  groups sampled (the first ones SMEMBERS returns; Go: 5), a number
+--   group_sample  groups sampled (the first ones one SSCAN returns; Go: 5
+--                 SMEMBERS names), a number
 -- Returns: the estimate in bytes, a Lua number (Redis truncates it to an
 --   integer reply). For each list and zset: mean MEMORY USAGE of the first
 --   `sample` task hashes (a missing hash counts 0 but stays in the divisor,
 --   as Go) times its length, plus the key's own usage. Groups: mean usage of
---   the sampled tasks that have a hash times the total of all group sizes;
+--   the sampled tasks that have a hash times the total of all group sizes
+--   (lib/group_total: exact up to 1,000 groups, else estimated);
 --   nothing when none was sampled. Read-only.
 -- asynq divergence: COMPATIBILITY.md#q5
 local function memory_usage(k, task_prefix, group_prefix, sample, group_sample)
@@ -53,13 +55,18 @@ local function memory_usage(k, task_prefix, group_prefix, sample, group_sample)
         add_container(key, redis.call("ZCARD", key), "ZRANGE")
     end
 
-    local groups = redis.call("SMEMBERS", k.groups)
-    local group_tasks, sampled, sampled_bytes = 0, 0, 0
-    for i, name in ipairs(groups) do
-        local gkey = group_prefix .. name
-        group_tasks = group_tasks + redis.call("ZCARD", gkey)
+    -- Bounded (issue 15): the group total is lib/group_total's (exact up
+    -- to GROUP_TOTAL_LIMIT groups, else scaled from a sample), and the
+    -- sampled groups are the first `group_sample` names of one SSCAN.
+    local _, group_tasks = group_total(k.groups, group_prefix, GROUP_TOTAL_LIMIT, GROUP_TOTAL_SAMPLE)
+    local sampled, sampled_bytes = 0, 0
+    local names = {}
+    if group_tasks > 0 then
+        names = redis.call("SSCAN", k.groups, "0", "COUNT", group_sample)[2]
+    end
+    for i, name in ipairs(names) do
         if i <= group_sample then
-            for _, id in ipairs(redis.call("ZRANGE", gkey, "0", last)) do
+            for _, id in ipairs(redis.call("ZRANGE", group_prefix .. name, "0", last)) do
                 local n = redis.call("MEMORY", "USAGE", task_prefix .. id)
                 if n then
                     sampled = sampled + 1

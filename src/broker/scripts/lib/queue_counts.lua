@@ -35,12 +35,7 @@ local function queue_counts(k, strings, task_prefix, group_prefix)
             res[12] = redis.call("HGET", task_prefix .. next_id, "pending_since")
         end
     end
-    local groups = redis.call("SMEMBERS", k.groups)
-    local aggregating = 0
-    for _, name in ipairs(groups) do
-        aggregating = aggregating + redis.call("ZCARD", group_prefix .. name)
-    end
-    res[13] = #groups
-    res[14] = aggregating
+    -- Bounded: at most GROUP_TOTAL_LIMIT groups read (lib/group_total).
+    res[13], res[14] = group_total(k.groups, group_prefix, GROUP_TOTAL_LIMIT, GROUP_TOTAL_SAMPLE)
     return res
 end
