@@ -172,7 +172,8 @@ impl Broker {
                 out.transactions += 1;
                 match probed {
                     Transaction::NoScript if !loaded => {
-                        scripts::QUEUES_STATS.load_async(conn).await?;
+                        super::metered(req.budget, 1, scripts::QUEUES_STATS.load_async(conn))
+                            .await?;
                         loaded = true;
                     }
                     Transaction::NoScript => {
@@ -215,6 +216,7 @@ impl Broker {
             since,
             windows,
             with_samples,
+            budget,
             ..
         } = *req;
         let today = now.date_naive();
@@ -296,7 +298,10 @@ impl Broker {
         if declares {
             pipe.cmd("EXISTS").arg(declared);
         }
-        let replies: Vec<Value> = pipe.query_async(conn).await?;
+        // MULTI, SMEMBERS, MGET, the probes, EVALSHA, the declaration, EXEC.
+        let commands = 5 + probed.len() + usize::from(declares);
+        let replies: Vec<Value> =
+            super::metered(budget, commands as u64, pipe.query_async(conn)).await?;
         // A RESP3 connection (key tracking) answers sets and Lua's false in
         // their own types; read them as on RESP2.
         let replies: Vec<Value> = replies.into_iter().map(resp2).collect();
@@ -373,6 +378,8 @@ impl Broker {
     /// in the order given; a series that cannot be read (a key of the wrong
     /// type) gets its error.
     ///
+    /// Each call is metered by `budget` when given.
+    ///
     /// Errors of the whole call: [`Error::Internal`] on a reply of the wrong
     /// shape; [`Error::Redis`] (Redis unreachable).
     pub(super) async fn queues_samples<C>(
@@ -381,6 +388,7 @@ impl Broker {
         queues: &[String],
         since: DateTime<Utc>,
         windows: &[Duration],
+        budget: Option<&super::RedisBudget>,
     ) -> Result<Vec<(String, Result<Vec<Sample>>)>>
     where
         C: redis::aio::ConnectionLike + Send,
@@ -399,7 +407,7 @@ impl Broker {
                     .arg("0")
                     .arg(crate::broker::samples_key(q));
             }
-            let flat: Vec<Value> = inv.invoke_async(conn).await?;
+            let flat: Vec<Value> = super::metered(budget, 1, inv.invoke_async(conn)).await?;
             let flat: Vec<Value> = flat.into_iter().map(resp2).collect();
             let mut at = 0;
             for q in chunk {
