@@ -267,7 +267,7 @@ async fn overview_page_size_does_not_grow_with_the_queues() {
         small.len()
     );
     let (_, max) = http::get(&app, "/?size=100000").await.parts();
-    assert_eq!(rows(&max).len(), 200, "the page size is capped");
+    assert_eq!(rows(&max).len(), 150, "the page size is capped");
 }
 
 /// Numbers of commands Redis ran, by name (scripts' inner commands

@@ -274,8 +274,9 @@ impl Inspector {
     }
 
     /// [`Inspector::queues_memory_usage`] within `budget`: one script call
-    /// per 10 queues (per queue on a Redis Cluster), each waiting for the
-    /// budget's tokens and charged its round trip. Same rows and errors.
+    /// per 10 queues (per queue on a Redis Cluster), each waiting until the
+    /// budget is half full (background work: the refreshes come first) and
+    /// charged its round trip. Same rows and errors.
     pub async fn queues_memory_usage_within(
         &self,
         queues: &[String],
@@ -288,7 +289,7 @@ impl Inspector {
             let commands = if cluster { slice.len() } else { 1 } as u64;
             out.extend(
                 budget
-                    .metered(commands, self.queues_memory_usage(slice))
+                    .metered_background(commands, self.queues_memory_usage(slice))
                     .await?,
             );
         }

@@ -288,7 +288,12 @@ impl StatsCache {
             }
             st.generation
         };
-        shared.compute_and_install(inspector, generation).await
+        // Nothing to show: this read does not wait for the budget (it is
+        // charged, and its debt defers the next refreshes).
+        let budget = shared.budget.clone();
+        budget
+            .on_credit(shared.compute_and_install(inspector, generation))
+            .await
     }
 
     /// How many snapshots this cache has computed since it was made

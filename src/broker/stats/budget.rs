@@ -19,7 +19,11 @@
 //! is not in debt; its round trip is charged when its reply is in. So over
 //! any `T` seconds the reader sends at most `commands/s × (T + 10)` commands
 //! plus one call, and costs at most `ms/s × (T + 10)` ms plus the calls in
-//! flight. A caller deciding whether to start a refresh at all asks
+//! flight, plus the reads made on credit ([`RedisBudget::on_credit`]: a view
+//! with no numbers at all does not wait; the debt defers the next refreshes).
+//! Background work (the memory estimates) waits until both buckets
+//! are half full ([`RedisBudget::spend_background`]), so it never starves the
+//! refreshes. A caller deciding whether to start a refresh at all asks
 //! [`RedisBudget::over`] (the dashboard then serves older numbers marked
 //! stale and counts a deferral).
 
@@ -27,6 +31,11 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+tokio::task_local! {
+    /// Set for a read that may run on credit ([`RedisBudget::on_credit`]).
+    static CREDIT: bool;
+}
 
 /// How much of the budget a bucket holds: 10 s worth. The first view of a
 /// large dashboard (every queue read once, with its growth samples) fits in
@@ -136,22 +145,59 @@ impl RedisBudget {
         inner.record(Instant::now(), 0.0, 0.0, 1);
     }
 
-    /// Waits until `commands` commands may be sent, then counts them.
+    /// Waits until `commands` commands may be sent, then counts them
+    /// (inside [`RedisBudget::on_credit`]: counts them at once).
     pub async fn spend(&self, commands: u64) {
+        self.spend_keeping(commands, 0.0).await
+    }
+
+    /// Runs `read` on credit when the budget is not spent now: its calls do
+    /// not wait for tokens but are charged as usual, so the buckets may go
+    /// into debt, which defers what follows until it is paid back. For a
+    /// view that has no numbers at all to show (the first view after
+    /// start, the one after an action): it should not wait for the budget
+    /// to refill. When the budget is spent, `read` waits as usual, so credit
+    /// is only taken from a non-negative balance.
+    pub async fn on_credit<T>(&self, read: impl Future<Output = T>) -> T {
+        let credit = !self.over();
+        CREDIT.scope(credit, read).await
+    }
+
+    /// [`RedisBudget::spend`] for background work that must not starve the
+    /// refreshes (the memory estimates): waits until both buckets are at
+    /// least half full.
+    pub async fn spend_background(&self, commands: u64) {
+        self.spend_keeping(commands, 0.5).await
+    }
+
+    /// Waits until `commands` fit and each bucket holds at least `keep` of
+    /// its capacity besides, then counts them.
+    async fn spend_keeping(&self, commands: u64, keep: f64) {
         let cost = commands as f64;
+        if keep == 0.0 && CREDIT.try_with(|c| *c).unwrap_or(false) {
+            let mut inner = self.lock();
+            let now = Instant::now();
+            inner.refill(now);
+            if inner.commands_per_s > 0.0 {
+                inner.commands -= cost;
+            }
+            inner.record(now, cost, 0.0, 0);
+            return;
+        }
         loop {
             let wait = {
                 let mut inner = self.lock();
                 let now = Instant::now();
                 inner.refill(now);
                 let cmd_cap = inner.commands_per_s * BURST.as_secs_f64();
-                let need = cost.min(cmd_cap);
+                let need = (cost + keep * cmd_cap).min(cmd_cap);
+                let ms_need = keep * inner.ms_per_s * BURST.as_secs_f64();
                 let mut wait = 0.0f64;
                 if inner.commands_per_s > 0.0 && inner.commands < need {
                     wait = wait.max((need - inner.commands) / inner.commands_per_s);
                 }
-                if inner.ms_per_s > 0.0 && inner.ms < 0.0 {
-                    wait = wait.max(-inner.ms / inner.ms_per_s);
+                if inner.ms_per_s > 0.0 && inner.ms < ms_need {
+                    wait = wait.max((ms_need - inner.ms) / inner.ms_per_s);
                 }
                 if wait <= 0.0 {
                     if inner.commands_per_s > 0.0 {
@@ -187,6 +233,16 @@ impl RedisBudget {
     /// waits for tokens, then charges its round trip.
     pub async fn metered<T>(&self, commands: u64, call: impl Future<Output = T>) -> T {
         self.spend(commands).await;
+        let started = Instant::now();
+        let out = call.await;
+        self.charge(started.elapsed());
+        out
+    }
+
+    /// [`RedisBudget::metered`] for background work
+    /// ([`RedisBudget::spend_background`]).
+    pub async fn metered_background<T>(&self, commands: u64, call: impl Future<Output = T>) -> T {
+        self.spend_background(commands).await;
         let started = Instant::now();
         let out = call.await;
         self.charge(started.elapsed());

@@ -127,11 +127,14 @@ impl Broker {
                 let mut fresh_members = None;
                 let mut fresh = Vec::new();
                 if !read.is_empty() {
+                    // The whole list only when it is not cached (each
+                    // chunk's own queues are checked in any case).
+                    let list = tracking.members.is_none();
                     let r = self
-                        .queues_stats_on(&mut conn.conn, Some(&tracking.next_ids), &read, req)
+                        .queues_stats_on(&mut conn.conn, Some(&tracking.next_ids), &read, req, list)
                         .await?;
                     out.transactions += r.transactions;
-                    fresh_members = Some(r.members);
+                    fresh_members = list.then_some(r.members);
                     fresh = r.entries;
                 } else if tracking.members.is_none() {
                     let mut m: Vec<String> = super::super::metered(
