@@ -58,11 +58,13 @@ cluster_skips=(
   --skip web_queues::redis_down_then_back
   # a private standalone server (server-wide CLIENT TRACKING, CLIENT LIST; SWAPDB)
   --skip dashboard_stats::tracked_hints_
+  # reads INFO commandstats of a private standalone server
+  --skip dashboard_scale::over_budget_numbers_age_and_redis_stays_flat
 )
 ASYNQDECK_TEST_REDIS=cluster cargo test --test integration -- --test-threads=1 --include-ignored \
   client:: server_smoke:: server_seeds:: engine_broker:: maintenance:: reliability_recovery:: \
   inspector_queues:: inspector_tasks:: servers:: scale_reads:: \
-  web_api:: web_pages:: web_queues:: web_tasks:: dashboard_stats:: \
+  web_api:: web_pages:: web_queues:: web_tasks:: dashboard_stats:: dashboard_scale:: \
   zz_cluster_audit:: "${cluster_skips[@]}"
 echo "==> chaos suite (tests/chaos; RELIABILITY.md)"
 cargo test --test chaos

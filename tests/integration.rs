@@ -9,6 +9,7 @@ mod client;
 mod cluster_dashboard;
 mod cluster_interop;
 mod cluster_queue_names;
+mod dashboard_scale;
 mod dashboard_stats;
 mod demo_topology;
 mod engine_broker;

@@ -95,8 +95,8 @@ pub use scan::ScanCursor;
 pub use scripts::{strict_form, strict_hashes};
 pub(crate) use slot_errors::note_slot_error;
 pub use slot_errors::slot_errors;
-pub use stats::{DailyStats, GroupInfo, QueueInfo};
-pub(crate) use stats::{KeyKinds, StatsRequest, StatsTracking};
+pub use stats::{BURST, BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};
+pub(crate) use stats::{KeyKinds, QUEUES_PER_MEMORY_CALL, StatsRequest, StatsTracking};
 pub use task_actions::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
 pub use waiter::PendingWaiter;
 

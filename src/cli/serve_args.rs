@@ -138,6 +138,29 @@ pub struct ServeArgs {
     #[arg(long, env = "ASYNQDECK_POLL_INTERVAL", value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub poll_interval: Duration,
 
+    /// Redis budget of the dashboard's statistics: most commands per second
+    /// they send (snapshots, growth samples, memory estimates; a script
+    /// call counts one). Over budget, refreshes wait and the numbers show
+    /// their age. 0 = unlimited.
+    #[arg(
+        long,
+        env = "ASYNQDECK_REDIS_BUDGET_COMMANDS",
+        value_name = "N",
+        default_value_t = 2000
+    )]
+    pub redis_budget_commands: u64,
+
+    /// Redis budget of the dashboard's statistics: most Redis milliseconds
+    /// per second, measured as the round-trip time of their calls (an
+    /// upper bound of the Redis time). 0 = unlimited.
+    #[arg(
+        long,
+        env = "ASYNQDECK_REDIS_BUDGET_MS",
+        value_name = "N",
+        default_value_t = 20
+    )]
+    pub redis_budget_ms: u64,
+
     /// Require HTTP basic auth on every route, as user:password.
     #[arg(
         long,
@@ -386,6 +409,8 @@ impl ServeArgs {
                 max_payload_length: self.max_payload_length,
                 max_result_length: self.max_result_length,
                 allowed_hosts: web::AllowedHosts::for_listener(listen, self.allowed_hosts.clone()),
+                redis_budget_commands: self.redis_budget_commands,
+                redis_budget_ms: self.redis_budget_ms,
             },
             engine,
             warnings,

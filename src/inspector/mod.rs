@@ -47,7 +47,7 @@ mod tasks;
 
 pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
-pub use crate::broker::{DailyStats, GroupInfo, QueueInfo};
+pub use crate::broker::{BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
 pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;

@@ -123,7 +123,10 @@ impl Inspector {
         // would read `asynq:queues` and see the first queue appear.
         let names = match hints.members().filter(|m| !m.is_empty()) {
             Some(names) => names.to_vec(),
-            None => match inspector.queues().await {
+            None => match match hints.budget().cloned() {
+                Some(b) => b.metered(1, inspector.queues()).await,
+                None => inspector.queues().await,
+            } {
                 Ok(n) => n,
                 Err(e) => return failed(e),
             },

@@ -5,9 +5,10 @@
 //! queue by queue).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::Inspector;
-use crate::broker::{KeyKinds, QueueInfo, StatsRequest, StatsTracking};
+use crate::broker::{KeyKinds, QueueInfo, RedisBudget, StatsRequest, StatsTracking};
 use crate::error::{Error, Result};
 
 /// One queue's row of [`Inspector::queues_stats`].
@@ -41,6 +42,7 @@ pub struct StatsHints {
     members: Option<Vec<String>>,
     transactions: usize,
     tracking: Option<Box<StatsTracking>>,
+    budget: Option<Arc<RedisBudget>>,
 }
 
 impl StatsHints {
@@ -59,13 +61,29 @@ impl StatsHints {
         }
     }
 
-    /// Forgets what was learned, keeping the kind of hints (tracked or not).
+    /// These hints with every Redis command of the reads made with them
+    /// metered by `budget` (waiting for its tokens, charging its round
+    /// trips: [`RedisBudget`]).
+    pub fn with_budget(mut self, budget: Arc<RedisBudget>) -> StatsHints {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The budget the reads are metered by, if any.
+    pub fn budget(&self) -> Option<&Arc<RedisBudget>> {
+        self.budget.as_ref()
+    }
+
+    /// Forgets what was learned, keeping the kind of hints (tracked or not)
+    /// and the budget.
     pub fn reset(&mut self) {
+        let budget = self.budget.take();
         *self = if self.tracking.is_some() {
             StatsHints::tracked()
         } else {
             StatsHints::default()
         };
+        self.budget = budget;
     }
 
     /// How many Redis transactions the last call took: one per 100 queues
@@ -111,7 +129,7 @@ impl Inspector {
         queues: &[String],
         with_samples: bool,
     ) -> Result<Vec<QueueStatsRow>> {
-        self.read_queues_stats(queues, with_samples, &|_| KeyKinds::ALL, None)
+        self.read_queues_stats(queues, with_samples, &|_| KeyKinds::ALL, None, None)
             .await
             .map(|(rows, _, _)| rows)
     }
@@ -135,6 +153,7 @@ impl Inspector {
                 with_samples,
                 &|q| present.get(q).copied().unwrap_or(KeyKinds::NONE),
                 hints.tracking.as_deref_mut(),
+                hints.budget.as_deref(),
             )
             .await?;
         hints.transactions = transactions;
@@ -157,13 +176,14 @@ impl Inspector {
     /// The rows of [`Inspector::queues_stats`], reading for each valid queue
     /// the kinds of keys `expected` says (the others are proved absent or
     /// read after all), and `asynq:queues` as read (sorted); through key
-    /// tracking when given its state.
+    /// tracking when given its state, metered by `budget` when given.
     async fn read_queues_stats(
         &self,
         queues: &[String],
         with_samples: bool,
         expected: &(dyn Fn(&str) -> KeyKinds + Sync),
         tracking: Option<&mut StatsTracking>,
+        budget: Option<&RedisBudget>,
     ) -> Result<(Vec<QueueStatsRow>, Vec<String>, usize)> {
         let valid: Vec<String> = queues
             .iter()
@@ -178,6 +198,7 @@ impl Inspector {
             since,
             windows: &super::GROWTH_WINDOWS,
             with_samples,
+            budget,
         };
         let read = match tracking {
             Some(t) => self.broker.queues_stats_tracked(t, &valid, &req).await?,
@@ -248,6 +269,29 @@ impl Inspector {
             out.push(read.next().ok_or_else(|| {
                 Error::Internal("queues_memory_usage returned fewer rows than queues".into())
             })?);
+        }
+        Ok(out)
+    }
+
+    /// [`Inspector::queues_memory_usage`] within `budget`: one script call
+    /// per 10 queues (per queue on a Redis Cluster), each waiting until the
+    /// budget is half full (background work: the refreshes come first) and
+    /// charged its round trip. Same rows and errors.
+    pub async fn queues_memory_usage_within(
+        &self,
+        queues: &[String],
+        budget: &RedisBudget,
+    ) -> Result<Vec<(String, Result<i64>)>> {
+        let per_call = crate::broker::QUEUES_PER_MEMORY_CALL;
+        let cluster = self.broker.conn().is_cluster();
+        let mut out = Vec::with_capacity(queues.len());
+        for slice in queues.chunks(per_call) {
+            let commands = if cluster { slice.len() } else { 1 } as u64;
+            out.extend(
+                budget
+                    .metered_background(commands, self.queues_memory_usage(slice))
+                    .await?,
+            );
         }
         Ok(out)
     }

@@ -55,6 +55,15 @@ pub struct WebConfig {
     /// Default: loopback names only. `asynqdeck serve` derives it from
     /// `--listen` and `--allowed-hosts` ([`AllowedHosts::for_listener`]).
     pub allowed_hosts: AllowedHosts,
+    /// The Redis budget of the statistics reader: commands per second (0 =
+    /// unlimited). `WebConfig::default()`: 0 (an embedding app opts in);
+    /// `asynqdeck serve`: 2,000. See `src/broker/stats/budget.rs`.
+    pub redis_budget_commands: u64,
+    /// The Redis budget of the statistics reader: Redis milliseconds per
+    /// second, measured as the round-trip time of its calls (an upper
+    /// bound); 0 = unlimited. `WebConfig::default()`: 0; `asynqdeck
+    /// serve`: 20.
+    pub redis_budget_ms: u64,
 }
 
 impl Default for WebConfig {
@@ -67,6 +76,8 @@ impl Default for WebConfig {
             max_payload_length: 200,
             max_result_length: 200,
             allowed_hosts: AllowedHosts::default(),
+            redis_budget_commands: 0,
+            redis_budget_ms: 0,
         }
     }
 }

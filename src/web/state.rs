@@ -49,6 +49,17 @@
 //!   ([`QueueRow::memory`]); a queue not estimated yet shows "…". asynqmon
 //!   recomputes it on every request (`COMPATIBILITY.md` A7, A15).
 //!
+//! - **Within a Redis budget.** Every command the cache's reads send
+//!   (snapshots, growth samples, memory estimates) is metered by one
+//!   [`RedisBudget`] (`--redis-budget-commands`, `--redis-budget-ms`;
+//!   `src/broker/stats/budget.rs` says what is counted and how): a read
+//!   waits for the budget's tokens, and while the budget is spent no
+//!   refresh starts — a view then gets the last snapshot whatever its age
+//!   (a good one), and the pages show a stale marker with the numbers' age
+//!   ([`StatsCache::stale_note`]). More viewers or more queues make the
+//!   numbers older, never the Redis load higher. Deferred refreshes are
+//!   counted (at most one per slot) for the Redis page.
+//!
 //! A poll interval of zero turns the cache off: every request computes
 //! everything, memory included, inline (tests use it to see their own
 //! changes at once).
@@ -65,7 +76,7 @@ use chrono::{DateTime, Utc};
 use super::WebConfig;
 use crate::Inspector;
 use crate::inspector::{GrowthSamples, StatsHints};
-pub use crate::inspector::{MemoryEstimate, QueueRow, Snapshot};
+pub use crate::inspector::{MemoryEstimate, QueueRow, RedisBudget, Snapshot};
 
 /// Least time between two memory estimates of one queue: five minutes (or
 /// the poll interval, when longer). A memory run costs Redis about five
@@ -97,11 +108,15 @@ impl AppState {
     pub fn new(inspector: Inspector, config: WebConfig) -> Self {
         let token = format!("{:032x}", rand::random::<u128>());
         let interval = config.poll_interval;
+        let budget = RedisBudget::new(
+            config.redis_budget_commands as f64,
+            config.redis_budget_ms as f64,
+        );
         AppState {
             inspector,
             config: Arc::new(config),
             csrf_token: token.into(),
-            stats: Arc::new(StatsCache::new(interval)),
+            stats: Arc::new(StatsCache::with_budget(interval, Arc::new(budget))),
         }
     }
 }
@@ -131,6 +146,8 @@ struct Shared {
     computed: AtomicU64,
     /// Memory estimates computed (one per queue per run).
     estimated: AtomicU64,
+    /// What every read is metered by.
+    budget: Arc<RedisBudget>,
 }
 
 #[derive(Debug, Default)]
@@ -162,6 +179,11 @@ struct State {
     /// the next one costs Redis less; kept across invalidations (it never
     /// changes the numbers).
     hints: StatsHints,
+    /// A refresh was deferred for the budget since `snapshot` was
+    /// installed (the pages mark its numbers stale).
+    deferred: bool,
+    /// The slot of the last deferral counted (one per slot).
+    deferred_slot: Option<u64>,
 }
 
 /// Whether `snap` of `slot` may be served to a view in slot `now` that
@@ -186,17 +208,24 @@ fn usable(
 
 impl StatsCache {
     /// A cache whose snapshots belong to slots of `interval`; zero computes
-    /// every snapshot afresh (no sharing, no background work).
+    /// every snapshot afresh (no sharing, no background work). Unlimited
+    /// Redis budget (use still measured).
     pub fn new(interval: Duration) -> Self {
+        StatsCache::with_budget(interval, Arc::new(RedisBudget::unlimited()))
+    }
+
+    /// [`StatsCache::new`] with every Redis read metered by `budget`.
+    pub fn with_budget(interval: Duration, budget: Arc<RedisBudget>) -> Self {
         StatsCache {
             shared: Arc::new(Shared {
                 interval,
                 memory_period: interval.max(MEMORY_REFRESH),
                 growth_period: interval.max(GROWTH_REFRESH),
                 state: Mutex::new(State {
-                    hints: StatsHints::tracked(),
+                    hints: StatsHints::tracked().with_budget(budget.clone()),
                     ..State::default()
                 }),
+                budget,
                 compute: tokio::sync::Mutex::new(()),
                 busy: tokio::sync::watch::Sender::new(0),
                 computed: AtomicU64::new(0),
@@ -210,7 +239,8 @@ impl StatsCache {
     ///
     /// Returns at once (no Redis command) when the current or the previous
     /// slot's snapshot exists, starting a background refresh in the latter
-    /// case; otherwise computes it inline (one Redis transaction per 100
+    /// case, or when an older good one exists and the Redis budget is spent
+    /// (a deferral: [`StatsCache::stale_note`]); otherwise computes it inline (one Redis transaction per 100
     /// queues) or waits for the computation already running. May start the
     /// background memory run and the slot-start refresher (tokio tasks).
     pub async fn get(&self, inspector: &Inspector) -> Arc<Snapshot> {
@@ -232,8 +262,18 @@ impl StatsCache {
             {
                 let snap = snap.clone();
                 if *slot < now {
-                    shared.spawn_refresh(&mut st, inspector);
+                    shared.spawn_refresh(&mut st, inspector, now);
                 }
+                return snap;
+            }
+            if let Some((_, snap)) = &st.snapshot
+                && snap.error.is_none()
+                && shared.budget.over()
+            {
+                // Over budget: older numbers, marked stale, rather than a
+                // read Redis cannot afford now.
+                let snap = snap.clone();
+                shared.defer(&mut st, now);
                 return snap;
             }
         }
@@ -248,7 +288,12 @@ impl StatsCache {
             }
             st.generation
         };
-        shared.compute_and_install(inspector, generation).await
+        // Nothing to show: this read does not wait for the budget (it is
+        // charged, and its debt defers the next refreshes).
+        let budget = shared.budget.clone();
+        budget
+            .on_credit(shared.compute_and_install(inspector, generation))
+            .await
     }
 
     /// How many snapshots this cache has computed since it was made
@@ -270,6 +315,27 @@ impl StatsCache {
         let mut st = self.shared.lock();
         st.snapshot = None;
         st.generation += 1;
+    }
+
+    /// The Redis budget every read of this cache is metered by (its limits
+    /// can be changed at run time: [`RedisBudget::set_limits`]).
+    pub fn budget(&self) -> &Arc<RedisBudget> {
+        &self.shared.budget
+    }
+
+    /// The stale marker for `snap` as of `now`: `Some("numbers 42 s old —
+    /// Redis budget")` when a refresh was deferred for the budget since
+    /// `snap` was taken (it is still the cache's snapshot), else `None`.
+    pub fn stale_note(&self, snap: &Snapshot, now: DateTime<Utc>) -> Option<String> {
+        let st = self.shared.lock();
+        let current = st
+            .snapshot
+            .as_ref()
+            .is_some_and(|(_, s)| s.taken_at == snap.taken_at);
+        (st.deferred && current).then(|| {
+            let age = (now - snap.taken_at).num_seconds().max(0);
+            format!("numbers {age} s old — Redis budget")
+        })
     }
 
     /// Waits until no background refresh or memory run is in flight (for
@@ -311,9 +377,24 @@ impl Shared {
         self.busy.send_modify(|n| *n = n.saturating_sub(1));
     }
 
-    /// Starts a background refresh unless one is in flight.
-    fn spawn_refresh(self: &Arc<Self>, st: &mut State, inspector: &Inspector) {
+    /// Notes a refresh deferred for the budget in slot `now` (counted once
+    /// per slot).
+    fn defer(&self, st: &mut State, now: u64) {
+        st.deferred = true;
+        if st.deferred_slot != Some(now) {
+            st.deferred_slot = Some(now);
+            self.budget.note_deferred();
+        }
+    }
+
+    /// Starts a background refresh unless one is in flight or the budget is
+    /// spent (then defers it).
+    fn spawn_refresh(self: &Arc<Self>, st: &mut State, inspector: &Inspector, now: u64) {
         if st.refreshing {
+            return;
+        }
+        if self.budget.over() {
+            self.defer(st, now);
             return;
         }
         st.refreshing = true;
@@ -378,6 +459,7 @@ impl Shared {
         if st.generation == generation {
             st.snapshot = Some((slot, snap.clone()));
             st.failed_at = snap.error.is_some().then_some(started);
+            st.deferred = false;
         }
         if snap.error.is_none() {
             self.spawn_memory_run(&mut st, &snap, inspector);
@@ -422,7 +504,9 @@ impl Shared {
     /// Keeps the old estimates when the run fails as a whole (Redis
     /// unreachable).
     async fn memory_run(self: &Arc<Self>, inspector: &Inspector, queues: Vec<String>) {
-        let result = inspector.queues_memory_usage(&queues).await;
+        let result = inspector
+            .queues_memory_usage_within(&queues, &self.budget)
+            .await;
         self.estimated
             .fetch_add(queues.len() as u64, Ordering::Relaxed);
         let at = inspector.now();
@@ -450,9 +534,8 @@ impl Shared {
     /// A snapshot with growth samples and memory read inline (poll
     /// interval zero).
     async fn compute_uncached(&self, inspector: &Inspector) -> Snapshot {
-        let (mut snap, samples) = inspector
-            .stats_snapshot(true, &mut StatsHints::default())
-            .await;
+        let mut hints = StatsHints::default().with_budget(self.budget.clone());
+        let (mut snap, samples) = inspector.stats_snapshot(true, &mut hints).await;
         self.computed.fetch_add(1, Ordering::Relaxed);
         snap.attach_growth(&samples.unwrap_or_default());
         let estimated = inspector.attach_memory_now(&mut snap).await;
@@ -481,6 +564,10 @@ async fn refresher(shared: Weak<Shared>, inspector: Inspector) {
             }
             let current = matches!(&st.snapshot, Some((slot, _)) if *slot >= now);
             if current || st.refreshing {
+                continue;
+            }
+            if s.budget.over() {
+                s.defer(&mut st, now);
                 continue;
             }
             st.refreshing = true;

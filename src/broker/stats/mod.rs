@@ -13,8 +13,10 @@
 //! `tracking/read.rs` (the same many-queue read through Redis key
 //! tracking: only queues with a changed key are read again),
 //! `per_queue.rs` (the many-queue read on a Redis Cluster: one
-//! transaction per queue on its own slot, many in flight).
+//! transaction per queue on its own slot, many in flight), `budget.rs`
+//! (the dashboard's Redis budget every read above is metered by).
 
+mod budget;
 mod key_kinds;
 mod memory;
 mod numbers;
@@ -28,7 +30,10 @@ mod transaction;
 #[cfg(test)]
 mod reply_props;
 
+pub(crate) use budget::metered;
+pub use budget::{BURST, BudgetUsage, RedisBudget};
 pub(crate) use key_kinds::KeyKinds;
+pub(crate) use memory::QUEUES_PER_MEMORY_CALL;
 use numbers::latency_at;
 pub(crate) use numbers::{QueueStats, QueueStatsEntry, QueuesStats, Sample, StatsRequest};
 pub use queue_info::{DailyStats, GroupInfo, QueueInfo};

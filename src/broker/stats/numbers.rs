@@ -108,13 +108,17 @@ pub(crate) struct QueueStatsEntry {
 /// the tracked reads): the key kinds guessed present per queue (see
 /// [`Broker::queues_stats`](crate::broker::Broker::queues_stats)), and the
 /// growth samples wanted — scored at or after `since`, one per window of
-/// `windows` — or none unless `with_samples`.
+/// `windows` — or none unless `with_samples`, and the Redis budget.
 #[derive(Clone, Copy)]
 pub(crate) struct StatsRequest<'a> {
     pub expected: &'a (dyn Fn(&str) -> KeyKinds + Sync),
     pub since: DateTime<Utc>,
     pub windows: &'a [Duration],
     pub with_samples: bool,
+    /// The budget every command of the read is metered by
+    /// ([`RedisBudget::metered`](super::RedisBudget::metered)); `None`:
+    /// unmetered.
+    pub budget: Option<&'a super::RedisBudget>,
 }
 
 /// The result of [`Broker::queues_stats`](crate::broker::Broker::queues_stats).

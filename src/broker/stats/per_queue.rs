@@ -55,10 +55,14 @@ impl Broker {
     ) -> Result<QueuesStats> {
         let now = self.now();
         let mut conn = self.conn();
-        let mut members: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(keys::ALL_QUEUES)
-            .query_async(&mut conn)
-            .await?;
+        let mut members: Vec<String> = super::metered(
+            req.budget,
+            1,
+            redis::cmd("SMEMBERS")
+                .arg(keys::ALL_QUEUES)
+                .query_async(&mut conn),
+        )
+        .await?;
         members.sort();
         let reads = stream::iter(queues.iter().cloned())
             .map(|q| async move {
@@ -70,7 +74,12 @@ impl Broker {
                         match self.one_queue_stats(&q, now, req).await? {
                             Some(entry) => return Ok::<_, Error>(entry),
                             None if !loaded => {
-                                scripts::QUEUES_STATS.load_async(&mut self.conn()).await?;
+                                super::metered(
+                                    req.budget,
+                                    1,
+                                    scripts::QUEUES_STATS.load_async(&mut self.conn()),
+                                )
+                                .await?;
                                 loaded = true;
                             }
                             None => {
@@ -160,7 +169,9 @@ impl Broker {
             script.arg(crate::broker::samples_key(q));
         }
         pipe.add_command(script);
-        let replies: Vec<Value> = pipe.query_async(&mut self.conn()).await?;
+        // MULTI, MGET, EVALSHA, EXEC.
+        let replies: Vec<Value> =
+            super::metered(req.budget, 4, pipe.query_async(&mut self.conn())).await?;
         let [strings, flat] = <[Value; 2]>::try_from(replies)
             .map_err(|r| flat_error(&format!("transaction replied {} values", r.len())))?;
         let strings = match resp2(strings) {

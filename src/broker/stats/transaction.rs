@@ -5,6 +5,7 @@
 //! absent), and the growth samples alone.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -39,10 +40,23 @@ fn stats_keys(queue: &str, now: DateTime<Utc>) -> [String; 12] {
     ]
 }
 
+/// Set once Redis refused `SMISMEMBER` (Redis < 6.2): every transaction
+/// then reads the whole queue list.
+static NO_SMISMEMBER: AtomicBool = AtomicBool::new(false);
+
+/// Whether `e` is Redis refusing a command it does not know (inside a
+/// transaction: `EXECABORT`).
+fn unknown_command(e: &Error) -> bool {
+    let text = e.to_string();
+    text.contains("EXECABORT") || text.contains("unknown command")
+}
+
 /// What one transaction of [`Broker::queues_stats`] found.
 enum Transaction {
     /// The script is not loaded (Redis restarted or flushed its scripts).
     NoScript,
+    /// Redis does not know `SMISMEMBER`: read the whole list instead.
+    NoSmismember,
     /// Keys of these kinds exist among those not read: read them too.
     Found(KeyKinds),
     /// The numbers, and `asynq:queues` (sorted).
@@ -126,7 +140,8 @@ impl Broker {
         if conn.is_cluster() {
             return self.queues_stats_per_queue(queues, req).await;
         }
-        self.queues_stats_on(&mut conn, None, queues, req).await
+        self.queues_stats_on(&mut conn, None, queues, req, true)
+            .await
     }
 
     /// [`Broker::queues_stats`] on `conn`. With `declare` (the next pending
@@ -137,12 +152,21 @@ impl Broker {
     /// Redis's key tracking on hears of their changes (Redis does not track
     /// the keys a script's commands read; the transaction's plain commands
     /// are tracked as they are).
+    ///
+    /// With `read_list`, the first transaction reads the whole of
+    /// `asynq:queues` (the result's `members`); the others (and all of them
+    /// without `read_list`) ask only about their own queues (`SMISMEMBER`,
+    /// O(chunk) instead of O(queues) each: the whole list in every
+    /// transaction made a read of many queues quadratic), and `members` then
+    /// holds only the first chunk's queues that exist. Redis < 6.2 (no
+    /// `SMISMEMBER`): every transaction reads the whole list.
     pub(super) async fn queues_stats_on<C>(
         &self,
         conn: &mut C,
         declare: Option<&HashMap<String, Vec<u8>>>,
         queues: &[String],
         req: &StatsRequest<'_>,
+        read_list: bool,
     ) -> Result<QueuesStats>
     where
         C: redis::aio::ConnectionLike + Send,
@@ -166,13 +190,21 @@ impl Broker {
                         _ => KeyKinds::ALL,
                     })
                     .collect();
-                let probed = self
-                    .stats_transaction(conn, chunk, &read, declare, now, req)
-                    .await?;
+                let full_list = (read_list && i == 0) || NO_SMISMEMBER.load(Ordering::Relaxed);
+                let probed = match self
+                    .stats_transaction(conn, chunk, &read, declare, now, req, full_list)
+                    .await
+                {
+                    // Redis < 6.2 refuses the queued SMISMEMBER: EXECABORT.
+                    Err(e) if !full_list && unknown_command(&e) => Transaction::NoSmismember,
+                    r => r?,
+                };
                 out.transactions += 1;
                 match probed {
+                    Transaction::NoSmismember => NO_SMISMEMBER.store(true, Ordering::Relaxed),
                     Transaction::NoScript if !loaded => {
-                        scripts::QUEUES_STATS.load_async(conn).await?;
+                        super::metered(req.budget, 1, scripts::QUEUES_STATS.load_async(conn))
+                            .await?;
                         loaded = true;
                     }
                     Transaction::NoScript => {
@@ -197,7 +229,8 @@ impl Broker {
 
     /// One transaction of [`Broker::queues_stats`] for `chunk`, reading per
     /// queue the kinds in `read` (same order) and proving the others absent;
-    /// `declare` as for [`Broker::queues_stats_on`].
+    /// `declare` as for [`Broker::queues_stats_on`]; the whole queue list
+    /// with `full_list`, else only whether the chunk's queues are in it.
     #[allow(clippy::too_many_arguments)]
     async fn stats_transaction<C>(
         &self,
@@ -207,6 +240,7 @@ impl Broker {
         declare: Option<&HashMap<String, Vec<u8>>>,
         now: DateTime<Utc>,
         req: &StatsRequest<'_>,
+        full_list: bool,
     ) -> Result<Transaction>
     where
         C: redis::aio::ConnectionLike + Send,
@@ -215,12 +249,17 @@ impl Broker {
             since,
             windows,
             with_samples,
+            budget,
             ..
         } = *req;
         let today = now.date_naive();
         let mut pipe = redis::pipe();
         pipe.atomic().ignore_errors();
-        pipe.cmd("SMEMBERS").arg(keys::ALL_QUEUES);
+        if full_list {
+            pipe.cmd("SMEMBERS").arg(keys::ALL_QUEUES);
+        } else {
+            pipe.cmd("SMISMEMBER").arg(keys::ALL_QUEUES).arg(chunk);
+        }
         let mget = pipe.cmd("MGET");
         for q in chunk {
             mget.arg(keys::processed_key(q, today))
@@ -296,7 +335,10 @@ impl Broker {
         if declares {
             pipe.cmd("EXISTS").arg(declared);
         }
-        let replies: Vec<Value> = pipe.query_async(conn).await?;
+        // MULTI, SMEMBERS, MGET, the probes, EVALSHA, the declaration, EXEC.
+        let commands = 5 + probed.len() + usize::from(declares);
+        let replies: Vec<Value> =
+            super::metered(budget, commands as u64, pipe.query_async(conn)).await?;
         // A RESP3 connection (key tracking) answers sets and Lua's false in
         // their own types; read them as on RESP2.
         let replies: Vec<Value> = replies.into_iter().map(resp2).collect();
@@ -310,7 +352,14 @@ impl Broker {
         let mut replies = replies.into_iter();
         let mut take = || replies.next().unwrap_or(Value::Nil);
         let members: Vec<String> = match take() {
-            Value::Array(m) => m.iter().filter_map(text_of).collect(),
+            Value::Array(m) if full_list => m.iter().filter_map(text_of).collect(),
+            Value::Array(m) if m.len() == chunk.len() => chunk
+                .iter()
+                .zip(&m)
+                .filter(|(_, v)| matches!(v, Value::Int(1)))
+                .map(|(q, _)| q.clone())
+                .collect(),
+            Value::ServerError(_) if !full_list => return Ok(Transaction::NoSmismember),
             other => return Err(Error::Redis(value_error(other))),
         };
         let strings = match take() {
@@ -373,6 +422,8 @@ impl Broker {
     /// in the order given; a series that cannot be read (a key of the wrong
     /// type) gets its error.
     ///
+    /// Each call is metered by `budget` when given.
+    ///
     /// Errors of the whole call: [`Error::Internal`] on a reply of the wrong
     /// shape; [`Error::Redis`] (Redis unreachable).
     pub(super) async fn queues_samples<C>(
@@ -381,6 +432,7 @@ impl Broker {
         queues: &[String],
         since: DateTime<Utc>,
         windows: &[Duration],
+        budget: Option<&super::RedisBudget>,
     ) -> Result<Vec<(String, Result<Vec<Sample>>)>>
     where
         C: redis::aio::ConnectionLike + Send,
@@ -399,7 +451,7 @@ impl Broker {
                     .arg("0")
                     .arg(crate::broker::samples_key(q));
             }
-            let flat: Vec<Value> = inv.invoke_async(conn).await?;
+            let flat: Vec<Value> = super::metered(budget, 1, inv.invoke_async(conn)).await?;
             let flat: Vec<Value> = flat.into_iter().map(resp2).collect();
             let mut at = 0;
             for q in chunk {

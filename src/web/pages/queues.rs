@@ -1,11 +1,16 @@
 //! Queues overview: one row per queue with its sizes per state, today's
 //! processed and failed, error rate, paused, memory and latency; pause,
 //! resume and delete (S14: retry and archived stand apart from scheduled).
+//!
+//! Paged, sorted and filtered on the server (issue 15 target 3,
+//! `queues/order.rs`): a page formats only its own rows (at most
+//! [`order::MAX_PAGE_SIZE`]), so its size and cost do not grow with the
+//! number of queues; the totals row sums every queue of the snapshot.
 
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::Router;
-use axum::extract::{Form, Path, State};
+use axum::extract::{Form, Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -17,6 +22,13 @@ use crate::web::error::action_error;
 use crate::web::format;
 use crate::web::state::Snapshot;
 use crate::web::urls::filters;
+
+mod order;
+use order::{Column, Overview, OverviewQuery};
+
+/// Most names the "retry set growing fast" banners list (the others are
+/// counted).
+const MAX_GROWING_LISTED: usize = 10;
 
 /// One row of the queues table, formatted.
 pub struct Row {
@@ -49,8 +61,8 @@ pub struct RowStats {
     pub retry_fast: bool,
 }
 
-fn rows(snap: &Snapshot) -> Vec<Row> {
-    snap.queues
+fn rows(queues: &[&crate::web::state::QueueRow]) -> Vec<Row> {
+    queues
         .iter()
         .map(|q| match &q.info {
             Ok(i) => {
@@ -97,10 +109,75 @@ fn rows(snap: &Snapshot) -> Vec<Row> {
         .collect()
 }
 
+/// Sums over a set of queues (those whose statistics were read).
+#[derive(Default)]
+pub struct Totals {
+    pub queues: usize,
+    pub paused: usize,
+    pub size: i64,
+    pub active: i64,
+    pub pending: i64,
+    pub aggregating: i64,
+    pub scheduled: i64,
+    pub retry: i64,
+    pub archived: i64,
+    pub completed: i64,
+    pub processed: i64,
+    pub failed: i64,
+    pub error_rate: String,
+    pub memory: String,
+    /// The largest latency.
+    pub latency: String,
+}
+
+fn totals<'a>(queues: impl Iterator<Item = &'a crate::web::state::QueueRow>) -> Totals {
+    let mut t = Totals::default();
+    let (mut memory, mut latency) = (0i64, 0u64);
+    for q in queues {
+        t.queues += 1;
+        let Ok(i) = &q.info else { continue };
+        t.paused += usize::from(i.paused);
+        t.size += i.size;
+        t.active += i.active;
+        t.pending += i.pending;
+        t.aggregating += i.aggregating;
+        t.scheduled += i.scheduled;
+        t.retry += i.retry;
+        t.archived += i.archived;
+        t.completed += i.completed;
+        t.processed += i.processed;
+        t.failed += i.failed;
+        memory += i.memory_usage;
+        latency = latency.max(i.latency.as_secs());
+    }
+    t.error_rate = format::error_rate(t.failed, t.processed);
+    t.memory = format::bytes(memory);
+    t.latency = format::human_duration(latency);
+    t
+}
+
+/// A sortable column header.
+pub struct Header {
+    pub label: &'static str,
+    pub title: &'static str,
+    pub num: bool,
+    pub href: String,
+    /// `▲`/`▼` on the current sort column, else empty.
+    pub arrow: &'static str,
+    pub key: &'static str,
+}
+
+/// A pager link (`href` empty: not a link, e.g. "next" on the last page).
+pub struct PageLink {
+    pub label: &'static str,
+    pub href: String,
+}
+
 #[derive(Template, WebTemplate)]
 #[template(path = "queues.html")]
 struct QueuesPage {
     layout: Layout,
+    view: Overview,
     table: QueuesTable,
 }
 
@@ -108,12 +185,99 @@ struct QueuesPage {
 #[template(path = "_queues_table.html")]
 struct QueuesTable {
     layout: Layout,
-    /// Queues whose retry set grows fast (outage banner).
+    /// Queues whose retry set grows fast (outage banner), at most
+    /// [`MAX_GROWING_LISTED`], and how many more there are.
     growing: Vec<String>,
+    growing_more: usize,
     rows: Vec<Row>,
+    /// The headers: Queue, State, the numbers (Size, …), and the growth
+    /// sort link.
+    name_header: Header,
+    state_header: Header,
+    headers: Vec<Header>,
+    growth_header: Header,
+    /// Every queue of the snapshot, and those matching the filter (when
+    /// there is one).
+    all: Totals,
+    matching: Option<Totals>,
+    /// "Rows 51–100 of 5,000" and the pager.
+    first_row: usize,
+    last_row: usize,
+    matched: usize,
+    page: usize,
+    pages: usize,
+    pager: Vec<PageLink>,
+    /// This view's query string (`?sort=…`), for the live refresh and the
+    /// actions.
+    here: String,
+    filter: String,
+    /// The stale marker ("numbers 42 s old — Redis budget"), or empty.
+    stale: String,
     error: String,
     taken_at: String,
     taken_at_iso: String,
+}
+
+/// The headers of the table for `view` (labels, tooltips, links).
+fn headers(view: &Overview) -> (Header, Vec<Header>, Header) {
+    let h = |col: Column, label: &'static str, title: &'static str| Header {
+        label,
+        title,
+        num: !matches!(col, Column::Name | Column::State),
+        href: view.header_link(col),
+        arrow: match (view.sort == col, view.desc) {
+            (false, _) => "",
+            (true, false) => "▲",
+            (true, true) => "▼",
+        },
+        key: col.key(),
+    };
+    let state = h(Column::State, "State", "Paused first when descending");
+    let growth = h(
+        Column::Growth,
+        "Δ",
+        "Sort by retry growth over the last 5 minutes",
+    );
+    let rest = vec![
+        h(Column::Size, "Size", ""),
+        h(Column::Active, "Active", ""),
+        h(Column::Pending, "Pending", ""),
+        h(Column::Aggregating, "Aggregating", ""),
+        h(Column::Scheduled, "Scheduled", ""),
+        h(Column::Retry, "Retry", ""),
+        h(Column::Archived, "Archived", ""),
+        h(Column::Completed, "Completed", ""),
+        h(
+            Column::Processed,
+            "Processed",
+            "Attempts today (UTC), failures included",
+        ),
+        h(Column::Failed, "Failed", "Failed attempts today (UTC)"),
+        h(Column::ErrorRate, "Error rate", ""),
+        h(
+            Column::Memory,
+            "Memory",
+            "Estimated by sampling, per queue at most every 5 minutes",
+        ),
+        h(Column::Latency, "Latency", ""),
+    ];
+    (state, rest, growth)
+}
+
+/// The name column's header link (sorts by name).
+fn name_header(view: &Overview) -> Header {
+    Header {
+        label: "Queue",
+        title: "",
+        num: false,
+        href: view.header_link(Column::Name),
+        arrow: match (view.sort == Column::Name, view.desc) {
+            (false, _) => "",
+            (true, false) => "▲",
+            (true, true) => "▼",
+        },
+        key: "name",
+    }
 }
 
 pub fn routes() -> axum::Router<AppState> {
@@ -124,43 +288,107 @@ pub fn routes() -> axum::Router<AppState> {
         .route("/queues/{queue}/delete", post(delete_post))
 }
 
-async fn queues_table(state: &AppState) -> QueuesTable {
-    let snap = state.stats.get(&state.inspector).await;
-    let rows = rows(&snap);
-    QueuesTable {
+async fn queues_table(state: &AppState, mut view: Overview) -> (Overview, QueuesTable) {
+    let snap: std::sync::Arc<Snapshot> = state.stats.get(&state.inspector).await;
+    let (matched, page_rows) = view.select(&snap.queues);
+    let rows = rows(&page_rows);
+    let fast: Vec<&str> = snap
+        .queues
+        .iter()
+        .filter(|q| q.info.is_ok() && q.growth.is_some_and(|g| g.fast))
+        .map(|q| q.name.as_str())
+        .collect();
+    let all = totals(snap.queues.iter());
+    let matching = (!view.filter.is_empty())
+        .then(|| totals(snap.queues.iter().filter(|q| q.name.contains(&view.filter))));
+    let pages = view.pages(matched);
+    let link = |label: &'static str, page: usize, on: bool| PageLink {
+        label,
+        href: if on {
+            view.query(page, view.sort, view.desc)
+        } else {
+            String::new()
+        },
+    };
+    let pager = vec![
+        link("« first", 1, view.page > 1),
+        link("‹ prev", view.page.saturating_sub(1).max(1), view.page > 1),
+        link("next ›", (view.page + 1).min(pages), view.page < pages),
+        link("last »", pages, view.page < pages),
+    ];
+    let (state_header, headers, growth_header) = headers(&view);
+    let first_row = if matched == 0 {
+        0
+    } else {
+        (view.page - 1) * view.size + 1
+    };
+    let table = QueuesTable {
         layout: Layout::new(state, "Queues", "queues"),
-        growing: rows
+        growing_more: fast.len().saturating_sub(MAX_GROWING_LISTED),
+        growing: fast
             .iter()
-            .filter(|r| r.stats.as_ref().is_some_and(|s| s.retry_fast))
-            .map(|r| r.name.clone())
+            .take(MAX_GROWING_LISTED)
+            .map(|s| s.to_string())
             .collect(),
+        last_row: first_row + rows.len().saturating_sub(1) * usize::from(!rows.is_empty()),
         rows,
+        name_header: name_header(&view),
+        state_header,
+        headers,
+        growth_header,
+        all,
+        matching,
+        first_row,
+        matched,
+        page: view.page,
+        pages,
+        pager,
+        here: view.here(),
+        filter: view.filter.clone(),
+        stale: state
+            .stats
+            .stale_note(&snap, state.inspector.now())
+            .unwrap_or_default(),
         error: snap.error.clone().unwrap_or_default(),
         taken_at: format::utc(snap.taken_at),
         taken_at_iso: format::iso(snap.taken_at),
-    }
+    };
+    (view, table)
 }
 
-async fn view_queues_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let table = queues_table(&state).await;
+async fn view_queues_get(
+    State(state): State<AppState>,
+    Query(q): Query<OverviewQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let (view, table) = queues_table(&state, Overview::of(&q)).await;
     if is_htmx(&headers) {
         return table.into_response();
     }
     QueuesPage {
         layout: Layout::new(&state, "Queues", "queues"),
+        view,
         table,
     }
     .into_response()
 }
 
-async fn pause_post(State(state): State<AppState>, Path(queue): Path<String>) -> Response {
+async fn pause_post(
+    State(state): State<AppState>,
+    Path(queue): Path<String>,
+    Query(q): Query<OverviewQuery>,
+) -> Response {
     let r = state.inspector.pause_queue(&queue).await;
-    after_action(&state, r).await
+    after_action(&state, r, &q).await
 }
 
-async fn resume_post(State(state): State<AppState>, Path(queue): Path<String>) -> Response {
+async fn resume_post(
+    State(state): State<AppState>,
+    Path(queue): Path<String>,
+    Query(q): Query<OverviewQuery>,
+) -> Response {
     let r = state.inspector.unpause_queue(&queue).await;
-    after_action(&state, r).await
+    after_action(&state, r, &q).await
 }
 
 #[derive(Deserialize)]
@@ -172,21 +400,23 @@ struct DeleteForm {
 async fn delete_post(
     State(state): State<AppState>,
     Path(queue): Path<String>,
+    Query(q): Query<OverviewQuery>,
     Form(form): Form<DeleteForm>,
 ) -> Response {
     let force = form
         .force
         .is_some_and(|f| f == "on" || f == "true" || f == "1");
     let r = state.inspector.delete_queue(&queue, force).await;
-    after_action(&state, r).await
+    after_action(&state, r, &q).await
 }
 
-/// Answers an action with the refreshed table (or the error as a text
-/// answer, [`action_error`], that htmx shows in the toast area).
-async fn after_action(state: &AppState, r: crate::Result<()>) -> Response {
+/// Answers an action with the refreshed table in the view the action was
+/// sent from (its query string; or the error as a text answer,
+/// [`action_error`], that htmx shows in the toast area).
+async fn after_action(state: &AppState, r: crate::Result<()>, q: &OverviewQuery) -> Response {
     state.stats.invalidate().await;
     match r {
-        Ok(()) => queues_table(state).await.into_response(),
+        Ok(()) => queues_table(state, Overview::of(q)).await.1.into_response(),
         Err(e) => action_error(e),
     }
 }

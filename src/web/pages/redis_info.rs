@@ -205,6 +205,43 @@ fn keyspace(info: &BTreeMap<String, String>) -> Vec<KeyspaceRow> {
     rows.into_iter().map(|(_, r)| r).collect()
 }
 
+/// The dashboard's Redis budget and its use over the last minute, as the
+/// page shows them (`src/broker/stats/budget.rs`).
+pub struct BudgetView {
+    /// "2000 commands/s" or "unlimited".
+    pub commands_limit: String,
+    /// "20 ms/s" or "unlimited".
+    pub ms_limit: String,
+    /// Mean commands/s and Redis ms/s over `window_s`, one decimal.
+    pub commands_used: String,
+    pub ms_used: String,
+    pub window_s: u64,
+    /// Refreshes deferred in the window and since start; calls that waited.
+    pub deferred: u64,
+    pub deferred_total: u64,
+    pub waits: u64,
+}
+
+fn budget_view(u: crate::inspector::BudgetUsage) -> BudgetView {
+    let limit = |v: f64, unit: &str| {
+        if v > 0.0 {
+            format!("{v} {unit}")
+        } else {
+            "unlimited".to_string()
+        }
+    };
+    BudgetView {
+        commands_limit: limit(u.commands_per_s_limit, "commands/s"),
+        ms_limit: limit(u.ms_per_s_limit, "ms/s"),
+        commands_used: format!("{:.1}", u.commands_per_s),
+        ms_used: format!("{:.1}", u.ms_per_s),
+        window_s: u.window_s,
+        deferred: u.deferred,
+        deferred_total: u.deferred_total,
+        waits: u.waits,
+    }
+}
+
 #[derive(Template, WebTemplate)]
 #[template(path = "redis.html")]
 struct RedisPage {
@@ -223,6 +260,7 @@ struct RedisLive {
     sentinel: Option<SentinelView>,
     raw_info: String,
     taken_at: When,
+    budget: BudgetView,
 }
 
 fn live(state: &AppState, r: RedisInfo, now: DateTime<Utc>) -> RedisLive {
@@ -259,6 +297,7 @@ fn live(state: &AppState, r: RedisInfo, now: DateTime<Utc>) -> RedisLive {
         sentinel: r.sentinel.map(|s| SentinelView::new(s, now)),
         raw_info: r.raw_info,
         taken_at: When::new(now, now),
+        budget: budget_view(state.stats.budget().usage()),
     }
 }
 

@@ -48,7 +48,8 @@ impl Broker {
             tracking.reset();
         }
         if tracking.conn.is_none() && tracking.refused_until.is_none_or(|t| Instant::now() >= t) {
-            match Tracked::open(self).await {
+            // HELLO 3, CLIENT SETINFO (twice) and CLIENT TRACKING ON.
+            match super::super::metered(req.budget, 4, Tracked::open(self)).await {
                 Ok(Some(t)) => {
                     tracking.conn = Some(t);
                     tracking.refused_until = None;
@@ -91,6 +92,7 @@ impl Broker {
             since,
             windows,
             with_samples,
+            budget,
             ..
         } = *req;
         let now = self.now();
@@ -125,23 +127,35 @@ impl Broker {
                 let mut fresh_members = None;
                 let mut fresh = Vec::new();
                 if !read.is_empty() {
+                    // The whole list only when it is not cached (each
+                    // chunk's own queues are checked in any case).
+                    let list = tracking.members.is_none();
                     let r = self
-                        .queues_stats_on(&mut conn.conn, Some(&tracking.next_ids), &read, req)
+                        .queues_stats_on(&mut conn.conn, Some(&tracking.next_ids), &read, req, list)
                         .await?;
                     out.transactions += r.transactions;
-                    fresh_members = Some(r.members);
+                    fresh_members = list.then_some(r.members);
                     fresh = r.entries;
                 } else if tracking.members.is_none() {
-                    let mut m: Vec<String> = redis::cmd("SMEMBERS")
-                        .arg(keys::ALL_QUEUES)
-                        .query_async(&mut conn.conn)
-                        .await?;
+                    let mut m: Vec<String> = super::super::metered(
+                        budget,
+                        1,
+                        redis::cmd("SMEMBERS")
+                            .arg(keys::ALL_QUEUES)
+                            .query_async(&mut conn.conn),
+                    )
+                    .await?;
                     m.sort();
                     out.transactions += 1;
                     fresh_members = Some(m);
                 } else {
                     // The barrier: every change before it is heard of by its reply.
-                    let _: () = redis::cmd("PING").query_async(&mut conn.conn).await?;
+                    let _: () = super::super::metered(
+                        budget,
+                        1,
+                        redis::cmd("PING").query_async(&mut conn.conn),
+                    )
+                    .await?;
                     out.transactions += 1;
                 }
                 let heard = conn.drain();
@@ -192,7 +206,7 @@ impl Broker {
                         if !unread.is_empty() {
                             let conn = tracking.conn.as_mut().ok_or_else(lost)?;
                             samples = self
-                                .queues_samples(&mut conn.conn, &unread, since, windows)
+                                .queues_samples(&mut conn.conn, &unread, since, windows, budget)
                                 .await?
                                 .into_iter()
                                 .collect();

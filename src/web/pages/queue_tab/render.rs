@@ -21,6 +21,8 @@ pub(super) struct QueueStats {
     pub memory: Option<MemoryEstimate>,
     pub error: String,
     pub taken_at: DateTime<Utc>,
+    /// The budget's stale marker, or empty (`StatsCache::stale_note`).
+    pub stale: String,
 }
 
 /// Statistics of `queue` from the shared snapshot, with its memory
@@ -33,6 +35,9 @@ pub(super) async fn queue_stats(state: &AppState, queue: &str) -> QueueStats {
         memory: None,
         error: String::new(),
         taken_at: snap.taken_at,
+        stale: (state.stats)
+            .stale_note(&snap, state.inspector.now())
+            .unwrap_or_default(),
     };
     if let Some(e) = &snap.error {
         out.error = e.clone();
@@ -60,6 +65,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         memory,
         error: stats_error,
         taken_at,
+        stale,
     } = queue_stats(state, queue).await;
     let read = insp
         .read_tab(&view.request(queue, info.as_ref()))
@@ -130,6 +136,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         cancel_all,
         taken_at: format::utc(taken_at),
         taken_at_iso: format::iso(taken_at),
+        stale,
     })
 }
 

@@ -293,6 +293,9 @@ pub struct QueueTab {
     pub cancel_all: bool,
     pub taken_at: String,
     pub taken_at_iso: String,
+    /// The Redis budget's stale marker ("numbers 42 s old — Redis
+    /// budget"), or empty.
+    pub stale: String,
 }
 
 #[derive(Template, WebTemplate)]
