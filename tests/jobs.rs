@@ -781,3 +781,30 @@ async fn asynqmon_sync_routes_small_and_big() {
     .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+/// A chunk that Redis refuses (the container became a key of another
+/// type) fails the job with the error, never a panic; the job is finished.
+#[tokio::test]
+async fn a_job_on_corrupt_data_fails_with_its_error() {
+    let db = support::redis();
+    let mut conn = db.raw().await;
+    for i in 0..20 {
+        seed::task(&mut conn, Q, &format!("p{i}"), "pending", NOW).await;
+    }
+    let clock = Arc::new(SimulatedClock::new(at(NOW)));
+    let ins = inspector(&db, &clock, tiny(5)).await;
+    let job = ins
+        .create_job(spec(TaskState::Pending, TaskAction::Delete, None), None)
+        .await
+        .unwrap();
+    let _: () = conn.del(keys::pending_key(Q)).await.unwrap();
+    let _: () = conn.set(keys::pending_key(Q), "not a list").await.unwrap();
+    let job = ins
+        .run_job(&job.id, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!((job.phase, job.done), (JobPhase::Failed, 0));
+    let error = job.error.unwrap_or_default();
+    assert!(error.contains("WRONGTYPE"), "{error}");
+    assert!(job.finished_at.is_some());
+}
