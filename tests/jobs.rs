@@ -808,3 +808,41 @@ async fn a_job_on_corrupt_data_fails_with_its_error() {
     assert!(error.contains("WRONGTYPE"), "{error}");
     assert!(job.finished_at.is_some());
 }
+
+/// A cancel job on the active tab publishes a cancel for each active task
+/// (chunked) and counts them; the tasks stay active (their workers stop
+/// them); a type filter leaves the others alone.
+#[tokio::test]
+async fn cancel_job_on_active_tasks_counts_each_once() {
+    let db = support::redis();
+    let mut conn = db.raw().await;
+    for i in 0..30 {
+        let id = format!("w{i}");
+        let kind = if i < 20 { "email" } else { "sms" };
+        let m = seed::msg(Q, &id, kind, b"{}");
+        seed::message(&mut conn, &m, "active", NOW + 30).await;
+    }
+    let clock = Arc::new(SimulatedClock::new(at(NOW)));
+    let ins = inspector(&db, &clock, tiny(7)).await;
+    let job = ins
+        .create_job(spec(TaskState::Active, TaskAction::Cancel, None), None)
+        .await
+        .unwrap();
+    let job = ins
+        .run_job(&job.id, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!((job.phase, job.done, job.skipped), (JobPhase::Done, 30, 0));
+    let mut s = spec(TaskState::Active, TaskAction::Cancel, None);
+    s.filter = Some(TabFilter {
+        task_type: "sms".into(),
+        ..TabFilter::default()
+    });
+    let job = ins.create_job(s, None).await.unwrap();
+    let job = ins
+        .run_job(&job.id, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!((job.done, job.skipped, job.total), (10, 20, 30));
+    assert_eq!(conn.llen::<_, u64>(keys::active_key(Q)).await.unwrap(), 30);
+}
