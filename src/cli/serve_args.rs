@@ -411,6 +411,7 @@ impl ServeArgs {
                 allowed_hosts: web::AllowedHosts::for_listener(listen, self.allowed_hosts.clone()),
                 redis_budget_commands: self.redis_budget_commands,
                 redis_budget_ms: self.redis_budget_ms,
+                ..WebConfig::default()
             },
             engine,
             warnings,

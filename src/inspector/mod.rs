@@ -80,6 +80,7 @@ pub struct Inspector {
     broker: Broker,
     sweep_budget: SweepBudget,
     memory_cache: memory_cache::MemoryCache,
+    jobs: jobs::JobConfig,
 }
 
 impl Inspector {
@@ -95,6 +96,7 @@ impl Inspector {
             broker,
             sweep_budget: SweepBudget::default(),
             memory_cache: Default::default(),
+            jobs: jobs::JobConfig::default(),
         }
     }
 
@@ -104,6 +106,18 @@ impl Inspector {
     pub fn with_sweep_budget(mut self, budget: SweepBudget) -> Self {
         self.sweep_budget = budget;
         self
+    }
+
+    /// This inspector with `config` for background jobs (default
+    /// [`jobs::JobConfig::default`]). Tests set tiny chunks.
+    pub fn with_job_config(mut self, config: jobs::JobConfig) -> Self {
+        self.jobs = config;
+        self
+    }
+
+    /// How background jobs run.
+    pub fn job_config(&self) -> jobs::JobConfig {
+        self.jobs
     }
 
     /// The budget of one left-behind sweep slice.

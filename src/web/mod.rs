@@ -64,6 +64,11 @@ pub struct WebConfig {
     /// bound); 0 = unlimited. `WebConfig::default()`: 0; `asynqdeck
     /// serve`: 20.
     pub redis_budget_ms: u64,
+    /// asynqmon's synchronous bulk routes (`…:delete_all`, `…:run_all`,
+    /// `…:archive_all`) wait for their job when the set holds at most this
+    /// many tasks and answer at once (202, with the job) above it
+    /// (COMPATIBILITY.md LB1). Default 10,000.
+    pub sync_job_limit: u64,
 }
 
 impl Default for WebConfig {
@@ -78,6 +83,7 @@ impl Default for WebConfig {
             allowed_hosts: AllowedHosts::default(),
             redis_budget_commands: 0,
             redis_budget_ms: 0,
+            sync_job_limit: 10_000,
         }
     }
 }
