@@ -43,6 +43,13 @@ pub enum Error {
         /// The id asked for.
         id: String,
     },
+    /// No background job with this id (never created, or expired after its
+    /// retention; asynqdeck only, issue 15).
+    #[error("job not found: no job with id={id}")]
+    JobNotFound {
+        /// The id asked for.
+        id: String,
+    },
     /// Deleting a queue that still holds tasks without `force` (Go `ErrQueueNotEmpty`).
     #[error("queue is not empty: queue {queue:?} is not empty")]
     QueueNotEmpty {

@@ -34,7 +34,9 @@
 //!   `left_behind.rs` (the sweep of left-behind task hashes), `servers.rs`
 //!   (servers, workers, scheduler entries, cancel), `info.rs` (`INFO` and
 //!   cluster facts for the Redis page), `samples.rs` (asynqdeck's own
-//!   outage-signal series, `asynqdeck:{<queue>}:samples`);
+//!   outage-signal series, `asynqdeck:{<queue>}:samples`), `jobs.rs` and
+//!   `jobs_chunks.rs` (background bulk jobs: their keys, lease, index and
+//!   bounded chunk scripts, issue 15);
 //! - deployments: `conn/` (standalone, Cluster, Sentinel), `cluster.rs`
 //!   (a cluster's nodes, a key's hash slot, a command to one node),
 //!   `scan.rs` (`SCAN` walks over every master), `per_key.rs` (one
@@ -54,6 +56,8 @@ mod discovery;
 mod engine;
 mod enqueue;
 mod info;
+mod jobs;
+mod jobs_chunks;
 mod left_behind;
 mod page;
 mod per_key;
@@ -87,6 +91,12 @@ pub use engine::{
     RECOVER_BATCH, STATS_TTL,
 };
 pub use enqueue::EnqueueTarget;
+pub(crate) use jobs::{Claim, StoredJob};
+pub use jobs::{
+    JOBS_INDEX_KEY, JOBS_OPEN_KEY, JOBS_QUEUES_KEY, job_failed_key, job_key, job_skipped_key,
+    queue_jobs_key,
+};
+pub(crate) use jobs_chunks::{ChunkLease, ChunkOutcome, ChunkStep};
 pub use left_behind::{SWEEP_SCAN_COUNT, SweepCount};
 pub use page::Page;
 pub use recovery::{ActiveChunk, Adopted, Lacks, ORPHAN_SCAN_CHUNK};

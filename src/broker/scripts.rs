@@ -212,6 +212,22 @@ scripts! {
     DELETE_ALL => ["lib/release_lock", "delete_all"];
     /// Count or delete the left-behind task hashes among some task keys (asynqdeck only, R12).
     LEFT_BEHIND => ["lib/release_lock", "left_behind"];
+    /// Store a new background job and index it in its queue (asynqdeck only, issue 15).
+    JOB_CREATE => ["job_create"];
+    /// Add a job to the global job index, dropping expired entries (asynqdeck only, issue 15).
+    JOB_INDEX => ["job_index"];
+    /// Take a job's lease: one runner per job (asynqdeck only, issue 15).
+    JOB_CLAIM => ["job_claim"];
+    /// Give a job's lease back (asynqdeck only, issue 15).
+    JOB_RELEASE => ["job_release"];
+    /// Ask a job to stop (asynqdeck only, issue 15).
+    JOB_CANCEL => ["lib/job_progress", "job_cancel"];
+    /// Stop a job with an error (asynqdeck only, issue 15).
+    JOB_FAIL => ["lib/job_progress", "job_fail"];
+    /// One chunk of an "all" job: run, archive or delete the oldest tasks, progress in the same call (issue 15).
+    JOB_CHUNK => ["lib/release_lock", "lib/trim_archive", "lib/job_progress", "job_chunk"];
+    /// One chunk of a filtered or cancel job: act on picked ids, re-checked, progress in the same call (issue 15).
+    JOB_APPLY => ["lib/release_lock", "lib/trim_archive", "lib/remove_from_container", "lib/job_progress", "job_apply"];
     /// Replace a scheduled task's msg, compare-and-set (asynq rdb.UpdateTaskPayload).
     UPDATE_TASK_PAYLOAD => ["update_task_payload"];
     /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).

@@ -75,6 +75,7 @@ use crate::error::Result;
 pub struct Inspector {
     broker: Broker,
     sweep_budget: SweepBudget,
+    jobs: jobs::JobConfig,
 }
 
 impl Inspector {
@@ -89,6 +90,7 @@ impl Inspector {
         Inspector {
             broker,
             sweep_budget: SweepBudget::default(),
+            jobs: jobs::JobConfig::default(),
         }
     }
 
@@ -98,6 +100,18 @@ impl Inspector {
     pub fn with_sweep_budget(mut self, budget: SweepBudget) -> Self {
         self.sweep_budget = budget;
         self
+    }
+
+    /// This inspector with `config` for background jobs (default
+    /// [`jobs::JobConfig::default`]). Tests set tiny chunks.
+    pub fn with_job_config(mut self, config: jobs::JobConfig) -> Self {
+        self.jobs = config;
+        self
+    }
+
+    /// How background jobs run.
+    pub fn job_config(&self) -> jobs::JobConfig {
+        self.jobs
     }
 
     /// The budget of one left-behind sweep slice.

@@ -17,7 +17,9 @@ use crate::Error;
 /// dashboard's actions and `/api` use.
 pub fn status_of(err: &Error) -> StatusCode {
     match err {
-        Error::QueueNotFound { .. } | Error::TaskNotFound { .. } => StatusCode::NOT_FOUND,
+        Error::QueueNotFound { .. } | Error::TaskNotFound { .. } | Error::JobNotFound { .. } => {
+            StatusCode::NOT_FOUND
+        }
         Error::QueueNotEmpty { .. }
         | Error::TaskAlreadyArchived { .. }
         | Error::FailedPrecondition(_)

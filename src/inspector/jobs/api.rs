@@ -1,51 +1,250 @@
-//! The inspector's job calls. INTERFACE STUB (issue 15): the job engine's
-//! helper replaces every body; the signatures are the contract.
+//! The inspector's job calls: preview, start, read, list, cancel, and
+//! running one job in the caller's task ([`Inspector::run_job`]).
 
-use super::{JobPreview, JobSpec, JobStatus};
+use tokio_util::sync::CancellationToken;
+
+use super::runner::CREATED;
+use super::store;
+use super::{JobPreview, JobSpec, JobStatus, run};
 use crate::Inspector;
 use crate::error::{Error, Result};
+use crate::inspector::{Page, SCAN_LIMIT, SCAN_PAGE};
+use crate::task::TaskState;
 
-fn unbuilt() -> Error {
-    Error::FailedPrecondition("background jobs are not built yet".into())
+/// Checks that `spec` names an action its state allows, a group for the
+/// aggregating tab, and a valid queue name.
+fn validate(ins: &Inspector, spec: &JobSpec) -> Result<()> {
+    ins.broker().check_queue_name(&spec.queue)?;
+    if !spec.action.allowed_in(spec.state) {
+        return Err(Error::InvalidArgument(format!(
+            "cannot {} {} tasks",
+            spec.action.as_str(),
+            spec.state
+        )));
+    }
+    match (spec.state, spec.group.as_deref()) {
+        (TaskState::Aggregating, None | Some("")) => Err(Error::InvalidArgument(
+            "aggregating tasks live in groups: name the group".into(),
+        )),
+        (TaskState::Aggregating, Some(_)) | (_, None) => Ok(()),
+        (_, Some(_)) => Err(Error::InvalidArgument(
+            "a group names aggregating tasks only".into(),
+        )),
+    }
+}
+
+/// `spec`'s filter when it filters anything (type, payload, error or id).
+fn active_filter(spec: &JobSpec) -> Option<&crate::inspector::TabFilter> {
+    spec.filter
+        .as_ref()
+        .filter(|f| f.scans() || !f.id.is_empty())
 }
 
 impl Inspector {
     /// How many tasks `spec` would act on (no filter: the tab's size; a
-    /// filter: counted over a bounded scan, extrapolated beyond it).
+    /// filter: counted over a scan of up to [`SCAN_LIMIT`] tasks,
+    /// extrapolated beyond it; an id filter: 1 when the task is in the
+    /// tab, else 0).
     ///
     /// Errors: [`Error::InvalidArgument`] when the action is not allowed in
-    /// the state; [`Error::QueueNotFound`]; [`Error::Redis`].
+    /// the state (or aggregating without a group); [`Error::QueueNotFound`];
+    /// [`Error::Redis`].
     pub async fn preview_job(&self, spec: &JobSpec) -> Result<JobPreview> {
-        let _ = spec;
-        Err(unbuilt())
+        validate(self, spec)?;
+        let group = spec.group.as_deref();
+        let total = self
+            .broker()
+            .container_size(&spec.queue, spec.state, group)
+            .await?;
+        let Some(filter) = active_filter(spec) else {
+            return Ok(JobPreview {
+                count: total,
+                exact: true,
+                scanned: 0,
+                total,
+            });
+        };
+        if !filter.id.is_empty() {
+            let here = match self.get_task_info(&spec.queue, &filter.id).await {
+                Ok(t) => t.state == spec.state && group.is_none_or(|g| t.group == g),
+                Err(Error::TaskNotFound { .. }) => false,
+                Err(e) => return Err(e),
+            };
+            return Ok(JobPreview {
+                count: u64::from(here),
+                exact: true,
+                scanned: 1,
+                total,
+            });
+        }
+        let (mut scanned, mut matching) = (0u64, 0u64);
+        for number in 1..=SCAN_LIMIT / SCAN_PAGE {
+            let page = Page::new(number, SCAN_PAGE)?;
+            let rows = match group {
+                Some(g) => self.list_aggregating_tasks(&spec.queue, g, page).await?,
+                None => self.list_tasks(&spec.queue, spec.state, page).await?,
+            };
+            scanned += rows.len() as u64;
+            matching += rows
+                .iter()
+                .filter_map(|r| r.task())
+                .filter(|t| filter.matches(t))
+                .count() as u64;
+            if rows.len() < SCAN_PAGE {
+                break;
+            }
+        }
+        let exact = scanned >= total;
+        let count = if exact || scanned == 0 {
+            matching
+        } else {
+            ((matching as f64) * (total as f64) / (scanned as f64)).round() as u64
+        };
+        Ok(JobPreview {
+            count,
+            exact,
+            scanned,
+            total: total.max(scanned),
+        })
     }
 
-    /// Creates the job (phase `queued`) and returns it at once; a runner
-    /// (this process's or another dashboard's) claims it.
+    /// Creates the job (phase `queued`) and returns it at once. With
+    /// [`JobConfig::run_on_start`](super::JobConfig::run_on_start) (the
+    /// default) a task of this process starts running it right away;
+    /// otherwise (or should this process stop) a [`JobRunner`](super::JobRunner)
+    /// claims it. `total` is the tab's size now (1 for an id filter).
     ///
     /// Errors: as [`Inspector::preview_job`].
     pub async fn start_job(&self, spec: JobSpec, actor: Option<&str>) -> Result<JobStatus> {
-        let _ = (spec, actor);
-        Err(unbuilt())
+        let status = self.create_job(spec, actor).await?;
+        if self.job_config().run_on_start {
+            let ins = self.clone();
+            let (queue, id) = (status.spec.queue.clone(), status.id.clone());
+            tokio::spawn(async move {
+                let owner = run::new_owner();
+                let stop = CancellationToken::new();
+                if let Err(e) = run::drive(&ins, &queue, &id, &owner, &stop).await {
+                    tracing::warn!(job = %id, error = %e, "background job paused; a runner resumes it");
+                }
+            });
+        }
+        Ok(status)
     }
 
-    /// The job `id`. Errors: an unknown id (the engine adds
-    /// `Error::JobNotFound`, answered 404); [`Error::Redis`].
+    /// Creates the job (phase `queued`) without running it: the caller
+    /// runs it ([`Inspector::run_job`]) or leaves it to a runner.
+    ///
+    /// Errors: as [`Inspector::preview_job`].
+    pub async fn create_job(&self, spec: JobSpec, actor: Option<&str>) -> Result<JobStatus> {
+        validate(self, &spec)?;
+        let mut spec = spec;
+        if spec
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.scans() && f.id.is_empty())
+        {
+            spec.filter = None;
+        }
+        let total = self
+            .broker()
+            .container_size(&spec.queue, spec.state, spec.group.as_deref())
+            .await?;
+        let total = if active_filter(&spec).is_some_and(|f| !f.id.is_empty()) {
+            1
+        } else {
+            total
+        };
+        let cfg = self.job_config();
+        let now = self.now();
+        let id = uuid::Uuid::new_v4().to_string();
+        let fields = store::new_fields(&spec, total, actor.filter(|a| !a.is_empty()), now);
+        let trim_before = now.timestamp_millis()
+            - i64::try_from(cfg.retention.as_millis()).unwrap_or(i64::MAX / 2);
+        self.broker()
+            .job_create(
+                &spec.queue,
+                &id,
+                now.timestamp_millis(),
+                trim_before,
+                &fields,
+            )
+            .await?;
+        CREATED.notify_waiters();
+        self.job_in(&spec.queue, &id).await
+    }
+
+    /// Runs job `id` in the caller's task until it is finished, another
+    /// runner holds it, or `stop` is cancelled (the lease is then given
+    /// back); returns the job as it is then. asynqmon's synchronous bulk
+    /// routes use it for small sets.
+    ///
+    /// Errors: [`Error::JobNotFound`], [`Error::Redis`].
+    pub async fn run_job(&self, id: &str, stop: &CancellationToken) -> Result<JobStatus> {
+        let queue = self.job_queue(id).await?;
+        run::drive(self, &queue, id, &run::new_owner(), stop).await?;
+        self.job_in(&queue, id).await
+    }
+
+    /// The job `id`. Errors: [`Error::JobNotFound`] for an unknown or
+    /// expired id; [`Error::Corrupt`] for a hash that cannot be read back;
+    /// [`Error::Redis`].
     pub async fn job(&self, id: &str) -> Result<JobStatus> {
-        let _ = id;
-        Err(unbuilt())
+        let queue = self.job_queue(id).await?;
+        self.job_in(&queue, id).await
     }
 
-    /// The newest jobs first, at most `limit`.
+    /// The newest jobs first, at most `limit` (expired ones left out; one
+    /// whose hash cannot be read back is left out and logged).
+    ///
+    /// Errors: [`Error::Redis`].
     pub async fn jobs(&self, limit: usize) -> Result<Vec<JobStatus>> {
-        let _ = limit;
-        Err(unbuilt())
+        let ids = self.broker().job_ids_newest(limit).await?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.job(&id).await {
+                Ok(j) => out.push(j),
+                Err(Error::JobNotFound { .. }) => {}
+                Err(e @ Error::Corrupt { .. }) => {
+                    tracing::warn!(job = %id, error = %e, "unreadable job left out");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 
     /// Asks the job to stop after its chunk in progress (phase
-    /// `cancelling`, then `cancelled`); a finished job is returned as is.
+    /// `cancelling`, then `cancelled`; a queued job is cancelled at once);
+    /// a finished job is returned as is.
+    ///
+    /// Errors: [`Error::JobNotFound`], [`Error::Redis`].
     pub async fn cancel_job(&self, id: &str) -> Result<JobStatus> {
-        let _ = id;
-        Err(unbuilt())
+        let queue = self.job_queue(id).await?;
+        let ttl = self.job_config().retention.as_secs();
+        let now = self.now().timestamp_millis();
+        if !self.broker().job_cancel(&queue, id, now, ttl).await? {
+            return Err(Error::JobNotFound { id: id.to_string() });
+        }
+        let job = self.job_in(&queue, id).await?;
+        if job.phase.is_finished() {
+            self.broker().job_closed(id).await?;
+        }
+        Ok(job)
+    }
+
+    async fn job_queue(&self, id: &str) -> Result<String> {
+        self.broker()
+            .job_queue_of(id)
+            .await?
+            .ok_or_else(|| Error::JobNotFound { id: id.to_string() })
+    }
+
+    async fn job_in(&self, queue: &str, id: &str) -> Result<JobStatus> {
+        let stored = self
+            .broker()
+            .job_read(queue, id)
+            .await?
+            .ok_or_else(|| Error::JobNotFound { id: id.to_string() })?;
+        Ok(store::load(queue, id, stored)?.status)
     }
 }

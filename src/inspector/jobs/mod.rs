@@ -7,6 +7,27 @@
 //! This file is the interface shared by the job engine (`store`, `runner`,
 //! the broker's chunk scripts) and the web (the preview and job pages, the
 //! `/api/jobs` routes). Times are UTC; rates are tasks per second.
+//!
+//! Files: `api.rs` (the [`Inspector`](crate::Inspector) calls: preview,
+//! start, read, list, cancel, run), `store.rs` (a job to and from its Redis
+//! hash), `run.rs` (driving one job chunk by chunk, throttled),
+//! `runner.rs` ([`JobRunner`]: finds queued jobs and jobs whose lease
+//! lapsed, and runs them). The Redis side is the broker's `jobs.rs` and
+//! `jobs_chunks.rs` (scripts `job_*.lua`).
+//!
+//! How a job runs: a chunk is one Lua script acting on at most
+//! [`JobConfig::chunk_max`] tasks (fewer when a chunk takes longer than
+//! [`JobConfig::chunk_target`]) and writing the job's progress in the same
+//! call. Between chunks the driver pauses [`JobConfig::pause_ratio`] times
+//! as long as the chunk took, so Redis spends at most about half its time
+//! on the job. An "all" job takes the oldest tasks first (a list from its
+//! tail, a zset by ascending score) and stops after `total` tasks, the
+//! tab's size when it was created: it never chases new arrivals. A filtered
+//! job reads chunks of the tab from a cursor stored in the job, filters
+//! them here ([`TabFilter::matches`]) and applies the action by id, each id
+//! re-checked to be still in the tab. A runner holds a job's lease
+//! ([`JobConfig::lease`]), renewed by every chunk; a cancel stops the job
+//! after the chunk in progress.
 
 use std::time::Duration;
 
@@ -14,6 +35,11 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 mod api;
+mod run;
+mod runner;
+mod store;
+
+pub use runner::JobRunner;
 
 use super::{TabFilter, TaskAction};
 use crate::task::TaskState;
@@ -158,4 +184,48 @@ pub struct JobPreview {
     pub scanned: u64,
     /// Tasks in the tab.
     pub total: u64,
+}
+
+/// How jobs run: chunk size, throttle, lease and retention.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JobConfig {
+    /// Most tasks one chunk script acts on. Default 500 (about 2 ms of
+    /// Redis time for a pending delete).
+    pub chunk_max: usize,
+    /// A chunk taking longer than this (wall time, round trip included)
+    /// halves the next one; one under half of it doubles the next, up to
+    /// `chunk_max`. Default 3 ms.
+    pub chunk_target: Duration,
+    /// Pause after each chunk, as a multiple of the time it took (1.0:
+    /// Redis busy with the job at most half the time). Default 1.0.
+    pub pause_ratio: f64,
+    /// How long a claimed job stays this runner's without a chunk; a
+    /// dashboard that died loses its jobs to another runner after it.
+    /// Default 30 s.
+    pub lease: Duration,
+    /// How long a finished job (and its report) is kept. Default 7 days.
+    pub retention: Duration,
+    /// Whether [`Inspector::start_job`](crate::Inspector::start_job) runs
+    /// the job in this process at once (a task of its own) rather than
+    /// leaving it to a [`JobRunner`]. Default true.
+    pub run_on_start: bool,
+    /// How often a [`JobRunner`] looks for jobs to run. Default 1 s.
+    pub poll: Duration,
+    /// Jobs one [`JobRunner`] runs at once. Default 2.
+    pub concurrency: usize,
+}
+
+impl Default for JobConfig {
+    fn default() -> Self {
+        JobConfig {
+            chunk_max: 500,
+            chunk_target: Duration::from_millis(3),
+            pause_ratio: 1.0,
+            lease: Duration::from_secs(30),
+            retention: Duration::from_secs(7 * 24 * 60 * 60),
+            run_on_start: true,
+            poll: Duration::from_secs(1),
+            concurrency: 2,
+        }
+    }
 }
