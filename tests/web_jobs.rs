@@ -158,7 +158,7 @@ async fn preview_shows_the_exact_count_and_confirm_starts_a_job() {
     assert!(!page.body.contains("/cancel"), "finished: no Cancel");
     assert!(
         page.body
-            .contains(&format!("href=\"/jobs\" aria-current=\"page\">Jobs</a>"))
+            .contains("href=\"/jobs\" aria-current=\"page\">Jobs</a>")
     );
 
     let list = http::get(&s.app, "/jobs").await;
