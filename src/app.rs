@@ -157,7 +157,14 @@ pub async fn serve_with(
         let m = Maintenance::new(broker.clone(), c);
         tokio::spawn(m.run(stop.clone()))
     });
-    let state = AppState::new(Inspector::from_broker(broker), config.web.clone());
+    let inspector = Inspector::from_broker(broker);
+    // Background bulk jobs (issue 15): queued ones and those a dead
+    // dashboard left are run here, engine on or off; not in read-only mode.
+    let jobs = (!config.web.read_only).then(|| {
+        let runner = crate::inspector::jobs::JobRunner::new(inspector.clone());
+        tokio::spawn(runner.run(stop.clone()))
+    });
+    let state = AppState::new(inspector, config.web.clone());
     let app = web::router_with(state, extra);
 
     println!(
@@ -201,6 +208,9 @@ pub async fn serve_with(
     stop.cancel();
     if let Some(engine) = engine {
         let _ = engine.await;
+    }
+    if let Some(jobs) = jobs {
+        let _ = jobs.await;
     }
     result
 }

@@ -386,6 +386,7 @@ impl ServeArgs {
                 max_payload_length: self.max_payload_length,
                 max_result_length: self.max_result_length,
                 allowed_hosts: web::AllowedHosts::for_listener(listen, self.allowed_hosts.clone()),
+                ..WebConfig::default()
             },
             engine,
             warnings,

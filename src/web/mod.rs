@@ -55,6 +55,11 @@ pub struct WebConfig {
     /// Default: loopback names only. `asynqdeck serve` derives it from
     /// `--listen` and `--allowed-hosts` ([`AllowedHosts::for_listener`]).
     pub allowed_hosts: AllowedHosts,
+    /// asynqmon's synchronous bulk routes (`…:delete_all`, `…:run_all`,
+    /// `…:archive_all`) wait for their job when the set holds at most this
+    /// many tasks and answer at once (202, with the job) above it
+    /// (COMPATIBILITY.md LB1). Default 10,000.
+    pub sync_job_limit: u64,
 }
 
 impl Default for WebConfig {
@@ -67,6 +72,7 @@ impl Default for WebConfig {
             max_payload_length: 200,
             max_result_length: 200,
             allowed_hosts: AllowedHosts::default(),
+            sync_job_limit: 10_000,
         }
     }
 }

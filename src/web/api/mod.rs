@@ -11,7 +11,8 @@
 //! hashes, asynqdeck only), `servers.rs` (servers, scheduler entries, enqueue events),
 //! `redis_info.rs` (Redis `INFO` and cluster facts; the unsupported
 //! `/metrics` proxy), `cluster.rs` (a queue's hash slot and nodes, Go's
-//! `ClusterKeySlot`/`ClusterNodes`; asynqdeck only).
+//! `ClusterKeySlot`/`ClusterNodes`; asynqdeck only), `jobs.rs` (background
+//! bulk jobs: start, list, read, cancel, preview; asynqdeck only).
 //!
 //! Paths keep asynqmon's Google-style `:verb` suffixes
 //! (`/queues/{q}:pause`, `/queues/{q}/pending_tasks:delete_all`,
@@ -32,6 +33,7 @@
 
 mod cluster;
 mod go_format;
+mod jobs;
 mod left_behind;
 mod model;
 mod queues;
@@ -88,6 +90,9 @@ pub fn routes() -> Router<AppState> {
             "/scheduler_entries/{entry}/enqueue_events",
             get(servers::enqueue_events),
         )
+        .route("/jobs", get(jobs::list).post(jobs::create))
+        .route("/jobs:preview", get(jobs::preview))
+        .route("/jobs/{segment}", any(jobs::item))
         .route("/redis_info", get(redis_info::redis_info))
         .route("/metrics", any(redis_info::metrics))
         .route("/{*rest}", any(no_route));

@@ -4,15 +4,27 @@
 //! succeeded and those that failed, in request order; `cancel_all` answers
 //! 204. Go: asynq `Inspector.DeleteAll*`, `RunAll*`, `ArchiveAll*`, and one
 //! `DeleteTask`/`RunTask`/`ArchiveTask`/`CancelProcessing` per id.
+//!
+//! The "all" verbs run as a background job (issue 15, bounded chunks): for
+//! a set of at most [`WebConfig::sync_job_limit`](crate::web::WebConfig)
+//! tasks the route runs the job itself and answers asynqmon's shape (200,
+//! `{"deleted": n}`); above it, it answers at once with 202 and the same
+//! shape, the count done so far (0) plus the job:
+//! `{"deleted": 0, "job": {...}}` (COMPATIBILITY.md LB1).
+// asynqmon divergence: COMPATIBILITY.md#lb1
 
 use axum::Json;
 use axum::body::Body;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
+use super::jobs::{JobJson, actor};
 use super::task_paths::{AllVerb, Target};
-use super::{ApiResult, batch_ids, no_content};
+use super::{ApiError, ApiResult, batch_ids, no_content};
 use crate::Inspector;
+use crate::inspector::jobs::{JobPhase, JobSpec, JobStatus};
 use crate::inspector::{Page, TaskAction, TaskRow};
 use crate::task::TaskState;
 use crate::web::AppState;
@@ -23,16 +35,76 @@ const CANCEL_ALL_PAGE: usize = 100;
 #[derive(Serialize)]
 struct Deleted {
     deleted: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<JobJson>,
 }
 
 #[derive(Serialize)]
 struct Scheduled {
     scheduled: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<JobJson>,
 }
 
 #[derive(Serialize)]
 struct Archived {
     archived: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<JobJson>,
+}
+
+/// How often the route looks at a job another runner took over.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+/// How long the route waits for such a job before answering 202.
+const WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs an "all" verb as a job: waited for when the set is small (the
+/// job and `true` once finished), else started and answered at once (the
+/// job in progress and `false`). A job that failed is its error (422).
+async fn all_as_job(
+    state: &AppState,
+    target: Target<'_>,
+    action: TaskAction,
+) -> ApiResult<(JobStatus, bool)> {
+    let inspector = &state.inspector;
+    let spec = JobSpec {
+        queue: target.queue.to_string(),
+        state: target.state,
+        group: target.group.map(str::to_string),
+        action,
+        filter: None,
+    };
+    let size = inspector.preview_job(&spec).await?.total;
+    if size > state.config.sync_job_limit {
+        let job = inspector.start_job(spec, actor(state)).await?;
+        return Ok((job, false));
+    }
+    let job = inspector.create_job(spec, actor(state)).await?;
+    let mut job = inspector
+        .run_job(&job.id, &CancellationToken::new())
+        .await?;
+    let deadline = tokio::time::Instant::now() + WAIT_MAX;
+    while !job.phase.is_finished() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(WAIT_POLL).await;
+        job = inspector.job(&job.id).await?;
+    }
+    if job.phase == JobPhase::Failed {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            job.error.clone().unwrap_or_else(|| "job failed".into()),
+        ));
+    }
+    let finished = job.phase.is_finished();
+    Ok((job, finished))
+}
+
+/// The status and job field of an "all" verb's answer.
+fn all_answer(job: &JobStatus, finished: bool) -> (StatusCode, Option<JobJson>) {
+    if finished {
+        (StatusCode::OK, None)
+    } else {
+        (StatusCode::ACCEPTED, Some(JobJson::from(job)))
+    }
 }
 
 #[derive(Serialize)]
@@ -109,26 +181,35 @@ pub(super) async fn collection_action(
     body: Body,
 ) -> ApiResult {
     let inspector = &state.inspector;
-    let (queue, task_state, group) = (target.queue, target.state, target.group);
+    let queue = target.queue;
     let action = verb.action();
     let response: Response = match verb {
         AllVerb::DeleteAll => {
-            let deleted = inspector
-                .act_on_all(action, queue, task_state, group)
-                .await?;
-            Json(Deleted { deleted }).into_response()
+            let (job, finished) = all_as_job(state, target, action).await?;
+            let (status, job_json) = all_answer(&job, finished);
+            let body = Deleted {
+                deleted: job.done,
+                job: job_json,
+            };
+            (status, Json(body)).into_response()
         }
         AllVerb::RunAll => {
-            let scheduled = inspector
-                .act_on_all(action, queue, task_state, group)
-                .await?;
-            Json(Scheduled { scheduled }).into_response()
+            let (job, finished) = all_as_job(state, target, action).await?;
+            let (status, job_json) = all_answer(&job, finished);
+            let body = Scheduled {
+                scheduled: job.done,
+                job: job_json,
+            };
+            (status, Json(body)).into_response()
         }
         AllVerb::ArchiveAll => {
-            let archived = inspector
-                .act_on_all(action, queue, task_state, group)
-                .await?;
-            Json(Archived { archived }).into_response()
+            let (job, finished) = all_as_job(state, target, action).await?;
+            let (status, job_json) = all_answer(&job, finished);
+            let body = Archived {
+                archived: job.done,
+                job: job_json,
+            };
+            (status, Json(body)).into_response()
         }
         AllVerb::CancelAll => {
             cancel_all(inspector, queue).await?;
