@@ -28,7 +28,7 @@ use crate::web::format;
 use crate::web::urls::{self, filters};
 
 /// Jobs listed on `/jobs`.
-pub const JOBS_LISTED: usize = 50;
+pub const JOBS_LISTED: usize = 25;
 
 /// `GET /jobs`, `GET /jobs/{id}` (the page, or its live fragment for htmx),
 /// `POST /jobs/{id}/cancel`.
@@ -225,14 +225,13 @@ struct JobPage {
     job: JobFragment,
 }
 
-/// The list of `/jobs` (its live fragment).
+/// The list of `/jobs` (its live fragment, refreshed every poll interval:
+/// one read per listed job, so the list is short).
 #[derive(Template, WebTemplate)]
 #[template(path = "_jobs_list.html")]
 struct JobsList {
     layout: Layout,
     jobs: Vec<JobView>,
-    /// Some job is not finished: the list refreshes itself.
-    live: bool,
     limit: usize,
 }
 
@@ -256,7 +255,6 @@ async fn jobs_get(State(state): State<AppState>, headers: HeaderMap) -> Response
     let now = state.inspector.now();
     let list = JobsList {
         layout: Layout::new(&state, "Jobs", "jobs"),
-        live: jobs.iter().any(|j| !j.phase.is_finished()),
         jobs: jobs.iter().map(|j| JobView::of(j, &root, now)).collect(),
         limit: JOBS_LISTED,
     };
