@@ -470,3 +470,38 @@ async fn unknown_job_and_bad_bulk_requests() {
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     assert!(s.insp.jobs(10).await.unwrap().is_empty());
 }
+
+/// "Cancel all" on the active tab is a job too: the link, the preview of
+/// the active tasks, and a job that asks for each cancellation.
+#[tokio::test]
+async fn cancel_all_on_the_active_tab_is_a_job() {
+    let db = support::redis();
+    let mut s = setup(&db).await;
+    let lease = chrono::Utc::now().timestamp() + 3_600;
+    for id in ["a1", "a2"] {
+        seed::task(&mut s.raw, "q", id, "active", lease).await;
+    }
+    let tab = http::get(&s.app, "/queues/q/active").await;
+    assert!(
+        tab.body.contains(
+            "data-bulk=\"all-cancel\" href=\"/queues/q/active/all/cancel?page=1&#38;size=20\""
+        ),
+        "{}",
+        tab.body
+    );
+    let confirm = http::get(&s.app, "/queues/q/active/all/cancel").await;
+    assert_eq!(confirm.status, StatusCode::OK);
+    assert!(
+        confirm
+            .body
+            .contains("<p class=\"preview-count\">This will cancel 2 active tasks of queue q.</p>"),
+        "{}",
+        confirm.body
+    );
+    assert!(confirm.body.contains("Confirm: Cancel 2 tasks</button>"));
+    let started = s.post("/queues/q/active/all/cancel", "").await;
+    let job = finished(&s.insp, &started_id(&started)).await;
+    assert_eq!(job.phase, JobPhase::Done);
+    assert_eq!((job.total, job.done, job.failed), (2, 2, 0));
+    assert_eq!(job.spec.action, TaskAction::Cancel);
+}
