@@ -15,6 +15,7 @@ mod engine_broker;
 mod inspector_queues;
 mod inspector_tasks;
 mod interop;
+mod jobs;
 mod maintenance;
 mod props_routes;
 mod reliability_chaosfix;

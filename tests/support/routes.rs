@@ -143,9 +143,14 @@ pub fn reads(s: &Subject) -> Vec<String> {
         "/api/servers",
         "/api/scheduler_entries",
         "/api/redis_info",
+        "/api/jobs",
+        "/api/jobs/no-such-job",
     ] {
         out.push(p.to_string());
     }
+    out.push(format!(
+        "/api/jobs:preview?queue={q}&state=retry&action=run&err=boom"
+    ));
     out.push(format!("/api/queues/{q}"));
     out.push(format!("/api/queues/{q}/groups"));
     out.push(format!("/api/scheduler_entries/{}/enqueue_events", s.entry));
@@ -230,6 +235,23 @@ pub fn writes(s: &Subject) -> Vec<RouteReq> {
         }
     }
     out.push(RouteReq::form("/jobs/no-such-job/cancel".to_string(), ""));
+    for (state, action) in [
+        ("pending", "delete"),
+        ("retry", "run"),
+        ("active", "cancel"),
+    ] {
+        let body = serde_json::json!({ "queue": q, "state": state, "action": action });
+        out.push(RouteReq::json(
+            "POST",
+            "/api/jobs".to_string(),
+            Some(body.to_string()),
+        ));
+    }
+    out.push(RouteReq::json(
+        "POST",
+        "/api/jobs/no-such-job:cancel".to_string(),
+        None,
+    ));
     out.push(RouteReq::form(format!("/queues/{q}/delete"), ""));
     out.push(RouteReq::form(format!("/queues/{q}/delete"), "force=on"));
     out.push(RouteReq::json("DELETE", format!("/api/queues/{q}"), None));
