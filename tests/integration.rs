@@ -33,6 +33,7 @@ mod server_smoke;
 mod servers;
 mod topology;
 mod web_api;
+mod web_jobs;
 mod web_pages;
 mod web_queues;
 mod web_tasks;

@@ -13,6 +13,7 @@ use crate::support::redis::RawConn as Conn;
 use asynqdeck::broker::proto::{ServerInfo, TaskMessage, WorkerInfo};
 use asynqdeck::broker::{Broker, keys};
 use asynqdeck::clock::SimulatedClock;
+use asynqdeck::inspector::jobs::JobPhase;
 use asynqdeck::web::WebConfig;
 use asynqdeck::{Error, Inspector, TaskState};
 use axum::http::StatusCode;
@@ -21,6 +22,7 @@ use redis::AsyncCommands;
 
 use crate::support::clock::{now, ts};
 use crate::support::http::{self, Dashboard, Reply};
+use crate::support::jobs;
 use crate::support::seed;
 use crate::support::{self, TestDb};
 
@@ -97,6 +99,16 @@ fn retry_msg(q: &str, id: &str, err: &str, retried: i32) -> TaskMessage {
         last_failed_at: secs(-50),
         ..seed::msg(q, id, "email:send", br#"{"to":"a@b.c"}"#)
     }
+}
+
+/// Starts the bulk job `uri` names (as its confirmation page's Confirm
+/// does), waits until it is finished and returns how many tasks it did.
+async fn run_job(s: &Setup, uri: &str, form: &str) -> u64 {
+    let a = s.post(uri, form).await;
+    assert_eq!(a.status, StatusCode::OK, "{uri}: {}", a.body);
+    let job = jobs::finished(&s.insp, &jobs::started_id(&a)).await;
+    assert_eq!(job.phase, JobPhase::Done, "{uri}");
+    job.done
 }
 
 async fn state_of(insp: &Inspector, q: &str, id: &str) -> Option<TaskState> {
@@ -612,8 +624,8 @@ async fn bulk_actions_on_a_selection() {
     assert_eq!(state_of(&insp, "q", "r4").await, Some(TaskState::Retry));
 }
 
-/// "All in this tab" actions call the Inspector's run/archive/delete-all
-/// (per group on the aggregating tab) and confirm before they run.
+/// "All in this tab" actions link to their confirmation page and run as
+/// background jobs (per group on the aggregating tab); see `web_jobs`.
 #[tokio::test]
 async fn all_actions_per_tab_and_group() {
     let db = support::redis();
@@ -637,34 +649,31 @@ async fn all_actions_per_tab_and_group() {
     let insp = s.insp.clone();
 
     let page = http::page(&s.app, "/queues/q/retry", false).await;
-    assert!(page.body.contains("hx-post=\"/queues/q/retry/all/run?page=1&#38;size=20\" hx-target=\"#tab\" hx-swap=\"outerHTML\" hx-confirm=\"Run every retry task of queue q?\">Run all</button>"));
-    assert!(
-        page.body
-            .contains("hx-confirm=\"Delete every retry task of queue q?\">Delete all</button>")
-    );
+    assert!(page.body.contains("<a class=\"btn small\" data-bulk=\"all-run\" href=\"/queues/q/retry/all/run?page=1&#38;size=20\" title=\"Run every retry task of queue q? (a background job; you confirm the count first)\">Run all</a>"));
+    assert!(page.body.contains(
+        "data-bulk=\"all-delete\" href=\"/queues/q/retry/all/delete?page=1&#38;size=20\""
+    ));
 
-    let a = s
-        .post("/queues/q/retry/all/archive?page=1&size=20", "")
-        .await;
-    assert_eq!(a.status, StatusCode::OK);
-    assert_eq!(trigger(&a)["toast"], "Archived 3 retry tasks.");
+    assert_eq!(
+        run_job(&s, "/queues/q/retry/all/archive?page=1&size=20", "").await,
+        3
+    );
     assert_eq!(insp.queue_info("q").await.unwrap().archived, 3);
-    let a = s.post("/queues/q/archived/all/run", "").await;
-    assert_eq!(trigger(&a)["toast"], "Ran 3 archived tasks.");
+    assert_eq!(run_job(&s, "/queues/q/archived/all/run", "").await, 3);
     assert_eq!(insp.queue_info("q").await.unwrap().pending, 3);
-    let a = s.post("/queues/q/pending/all/delete", "").await;
-    assert_eq!(trigger(&a)["toast"], "Deleted 3 pending tasks.");
+    assert_eq!(run_job(&s, "/queues/q/pending/all/delete", "").await, 3);
     assert_eq!(insp.queue_info("q").await.unwrap().pending, 0);
     let a = s.post("/queues/q/archived/all/archive", "").await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
 
     let agg = http::page(&s.app, "/queues/q/aggregating", false).await;
-    assert!(
-        agg.body
-            .contains("hx-confirm=\"Archive every task of group g?\">Archive all</button>")
+    assert!(agg.body.contains(
+        "href=\"/queues/q/aggregating/all/archive?page=1&#38;size=20&#38;group=g\" title=\"Archive every task of group g? (a background job; you confirm the count first)\">Archive all</a>"
+    ));
+    assert_eq!(
+        run_job(&s, "/queues/q/aggregating/all/run?group=g", "").await,
+        2
     );
-    let a = s.post("/queues/q/aggregating/all/run?group=g", "").await;
-    assert_eq!(trigger(&a)["toast"], "Ran 2 aggregating tasks.");
     assert_eq!(insp.queue_info("q").await.unwrap().pending, 2);
     let a = s.post("/queues/q/aggregating/all/run", "").await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
@@ -927,7 +936,7 @@ async fn filters_and_type_counts() {
             .contains("name=\"type\" list=\"task-types\" value=\"email:send\"")
     );
     assert!(a.body.contains(
-        "hx-post=\"/queues/q/retry/matching/run?page=1&#38;size=20&#38;type=email%3Asend\""
+        "href=\"/queues/q/retry/matching/run?page=1&#38;size=20&#38;type=email%3Asend\""
     ));
     // "All" buttons would ignore the filter: a filtered view offers "matching" only.
     assert!(!a.body.contains("/queues/q/retry/all/"));
@@ -1006,10 +1015,10 @@ async fn filters_and_type_counts() {
     assert!(!summary.body.contains("LastErr group"));
 
     // Acting on what a filter matches.
-    let a = s
-        .post("/queues/q/retry/matching/archive?type=sms%3Asend", "")
-        .await;
-    assert_eq!(trigger(&a)["toast"], "Archived 2 matching tasks.");
+    assert_eq!(
+        run_job(&s, "/queues/q/retry/matching/archive?type=sms%3Asend", "").await,
+        2
+    );
     assert_eq!(
         state_of(&s.insp, "q", "r4").await,
         Some(TaskState::Archived)
@@ -1115,13 +1124,12 @@ async fn lasterr_groups_outage_vs_bugs() {
         .next()
         .unwrap()
         .to_string();
+    assert!(out.body.contains(&format!(
+        "data-bulk=\"group-run\" href=\"/queues/out/retry/matching/run?err={gid}\""
+    )));
     assert!(
         out.body
-            .contains(&format!("hx-vals='{{\"err\": \"{gid}\"}}'"))
-    );
-    assert!(
-        out.body
-            .contains("hx-confirm=\"Run the 40 tasks with this error?\">Run 40</button>")
+            .contains("(a background job; you confirm the count first)\">Run 40</a>")
     );
 
     // 40 invalid orders archived with SkipRetry: one normalised error, but
@@ -1149,14 +1157,15 @@ async fn lasterr_groups_outage_vs_bugs() {
     ));
 
     // Run the whole group (what the group's Run button posts).
-    let a = s
-        .post(
+    assert_eq!(
+        run_job(
+            &s,
             "/queues/out/retry/matching/run?page=1&size=20",
             &format!("err={gid}"),
         )
-        .await;
-    assert_eq!(a.status, StatusCode::OK);
-    assert_eq!(trigger(&a)["toast"], "Ran 40 matching tasks.");
+        .await,
+        40
+    );
     let info = s.insp.queue_info("out").await.unwrap();
     assert_eq!((info.retry, info.pending), (0, 40));
     // Delete the first bug group's task only.
@@ -1169,13 +1178,15 @@ async fn lasterr_groups_outage_vs_bugs() {
         .next()
         .unwrap()
         .to_string();
-    let a = s
-        .post(
+    assert_eq!(
+        run_job(
+            &s,
             "/queues/bug/retry/matching/delete",
             &format!("err={bug_gid}"),
         )
-        .await;
-    assert_eq!(trigger(&a)["toast"], "Deleted 1 matching tasks.");
+        .await,
+        1
+    );
     assert_eq!(s.insp.queue_info("bug").await.unwrap().retry, 39);
 }
 

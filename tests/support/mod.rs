@@ -23,6 +23,7 @@ pub mod clock;
 pub mod cluster;
 pub mod htmx;
 pub mod http;
+pub mod jobs;
 pub mod peer;
 pub mod redis;
 pub mod restartable;

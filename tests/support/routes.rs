@@ -102,7 +102,8 @@ pub fn collection_of(tab: &str) -> Option<String> {
     (tab != "aggregating").then(|| format!("{tab}_tasks"))
 }
 
-/// Every GET route: pages, fragments, downloads, `/metrics`, `/static`, API.
+/// Every GET route: pages, fragments, bulk confirmation pages, job pages,
+/// downloads, `/metrics`, `/static`, API.
 pub fn reads(s: &Subject) -> Vec<String> {
     let q = &s.queue;
     let mut out: Vec<String> = [
@@ -123,7 +124,14 @@ pub fn reads(s: &Subject) -> Vec<String> {
     for tab in TABS {
         out.push(format!("/queues/{q}/{tab}"));
         out.push(format!("/queues/{q}/{tab}/summary"));
+        // Bulk actions' confirmation pages (the preview count of a job).
+        for op in PAGE_OPS {
+            out.push(format!("/queues/{q}/{tab}/all/{op}"));
+            out.push(format!("/queues/{q}/{tab}/matching/{op}?err=boom"));
+        }
     }
+    out.push("/jobs".to_string());
+    out.push("/jobs/no-such-job".to_string());
     for (_, id) in &s.tasks {
         out.push(format!("/queues/{q}/tasks/{id}"));
         out.push(format!("/queues/{q}/tasks/{id}/payload"));
@@ -226,6 +234,7 @@ pub fn writes(s: &Subject) -> Vec<RouteReq> {
             out.push(RouteReq::json("POST", format!("{c}:{verb}"), body));
         }
     }
+    out.push(RouteReq::form("/jobs/no-such-job/cancel".to_string(), ""));
     for (state, action) in [
         ("pending", "delete"),
         ("retry", "run"),

@@ -5,6 +5,7 @@
 //! (`HX-Request`), so every view has a real URL.
 
 mod history;
+pub(crate) mod jobs;
 mod left_behind;
 mod outage;
 mod queue_tab;
@@ -32,7 +33,7 @@ pub struct Layout {
     pub poll_secs: u64,
     /// Page title.
     pub title: String,
-    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`.
+    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`.
     pub nav: &'static str,
 }
 
@@ -89,6 +90,7 @@ pub fn routes() -> Router<AppState> {
         .merge(queue_tab::routes())
         .merge(task::routes())
         .merge(left_behind::routes())
+        .merge(jobs::routes())
         .fallback(not_found)
 }
 

@@ -1,22 +1,22 @@
 //! The tab's actions: buttons (which actions a state offers comes from the
 //! inspector's one table, [`TaskAction::for_state`]), toasts, and the POST
-//! handlers on a selection (`…/batch/{op}`), the whole tab or group
-//! (`…/all/{op}`) and what the filters or an error group match in the
-//! bounded scan (`…/matching/{op}`). Each answers the re-rendered tab with
-//! a toast, or the error as a text answer (htmx shows it as an error toast).
+//! handler on a selection (`…/batch/{op}`, bounded by the page size). It
+//! answers the re-rendered tab with a toast, or the error as a text answer
+//! (htmx shows it as an error toast). Actions on the whole tab or group
+//! (`…/all/{op}`) and on what the filters or an error group match
+//! (`…/matching/{op}`) run as background jobs: `bulk.rs`.
 
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 
-use super::query::{Filter, View, ViewQuery, parse_state};
-use super::render::{queue_stats, render_tab};
+use super::query::{View, ViewQuery, parse_state};
+use super::render::render_tab;
 use super::routes::unknown_tab;
 use super::view::OpView;
 use crate::TaskState;
 use crate::web::AppState;
-use crate::web::error::{PageError, action_error};
+use crate::web::error::PageError;
 
 pub use crate::inspector::TaskAction as Op;
 
@@ -188,88 +188,6 @@ pub(super) async fn batch_post(
     }
     let view = View::new(tab, &query);
     apply_each(&state, &queue, &view, op, ids, "selected tasks").await
-}
-
-pub(super) async fn all_post(
-    State(state): State<AppState>,
-    Path((queue, tab, op)): Path<(String, String, String)>,
-    Query(query): Query<ViewQuery>,
-) -> Response {
-    let (tab, op) = match parse_op(&state, &tab, &op) {
-        Ok(x) => x,
-        Err(e) => return e.into_response(),
-    };
-    let view = View::new(tab, &query);
-    let group = match (tab, &view.group, op) {
-        (TaskState::Aggregating, None, _) => {
-            return (StatusCode::BAD_REQUEST, "name the group: ?group=<name>").into_response();
-        }
-        (_, _, Op::Cancel) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                "cancel applies to selected or matching tasks",
-            )
-                .into_response();
-        }
-        (TaskState::Aggregating, Some(g), _) => Some(g.as_str()),
-        _ => None,
-    };
-    let result = state.inspector.act_on_all(op, &queue, tab, group).await;
-    state.stats.invalidate().await;
-    match result {
-        Ok(n) => {
-            let message = format!("{} {n} {tab} tasks.", capitalise(op.past()));
-            respond_tab(&state, &queue, &view, &message, false).await
-        }
-        Err(e) => action_error(e),
-    }
-}
-
-/// Body of a "matching" action: an error group to act on instead of the
-/// view's filters.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct MatchingForm {
-    #[serde(default)]
-    err: Option<String>,
-}
-
-pub(super) async fn matching_post(
-    State(state): State<AppState>,
-    Path((queue, tab, op)): Path<(String, String, String)>,
-    Query(query): Query<ViewQuery>,
-    body: Result<Form<MatchingForm>, axum::extract::rejection::FormRejection>,
-) -> Response {
-    let body = body.map(|Form(b)| b).unwrap_or_default();
-    let (tab, op) = match parse_op(&state, &tab, &op) {
-        Ok(x) => x,
-        Err(e) => return e.into_response(),
-    };
-    let view = View::new(tab, &query);
-    // An error group's button names its group in the body: it acts on that
-    // group exactly (as its count says), whatever the view filters.
-    let target = match body.err.filter(|e| !e.is_empty()) {
-        Some(err) => View {
-            filter: Filter {
-                err,
-                ..Filter::default()
-            },
-            ..view.clone()
-        },
-        None => view.clone(),
-    };
-    let info = queue_stats(&state, &queue).await.info;
-    let ids = match state
-        .inspector
-        .tab_matching_ids(&target.request(&queue, info.as_ref()))
-        .await
-    {
-        Ok(Some(ids)) => ids,
-        Ok(None) => {
-            return (StatusCode::BAD_REQUEST, "the queue has no groups").into_response();
-        }
-        Err(e) => return action_error(e),
-    };
-    apply_each(&state, &queue, &view, op, ids, "matching tasks").await
 }
 
 #[cfg(test)]

@@ -19,9 +19,12 @@
 //! Files: `routes.rs` (routes, the page and summary handlers), `query.rs`
 //! (the query parameters and the parsed [`View`]), `view.rs` (rows, banner,
 //! links, buttons and the templates), `render.rs` (one tab read and its
-//! formatting), `actions.rs` (buttons, toasts and the POST actions).
+//! formatting), `actions.rs` (buttons, toasts and the POST actions on a selection),
+//! `bulk.rs` (actions on a whole tab or on what a filter matches, as
+//! background jobs: the confirmation page and the start).
 
 mod actions;
+mod bulk;
 mod query;
 mod render;
 mod routes;

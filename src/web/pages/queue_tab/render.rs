@@ -104,7 +104,7 @@ pub async fn render_tab(state: &AppState, queue: &str, view: &View) -> Result<Qu
         (s, _) => format!("every {s} task of queue {queue}"),
     };
     let all_ops: Vec<Op> = match view.state {
-        // Cancel applies to the scanned active tasks (there is no script for it).
+        // The active tab's only bulk action is "Cancel all" (`cancel_all`).
         TaskState::Active => Vec::new(),
         TaskState::Aggregating if group.is_none() => Vec::new(),
         s => Op::for_state(s),

@@ -7,7 +7,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
-use super::actions::{Op, all_post, batch_post, matching_post, op_views};
+use super::actions::{Op, batch_post, op_views};
+use super::bulk::{all_get, all_post, matching_get, matching_post};
 use super::query::{View, ViewQuery, parse_state};
 use super::render::{queue_stats, render_tab};
 use super::view::{QueuePage, QueueSummary};
@@ -19,17 +20,25 @@ use crate::web::pages::{Layout, is_htmx};
 use crate::web::urls;
 
 /// `GET /queues/{q}` (active tab, or `?status=`), `GET /queues/{q}/{state}`
-/// (page or live fragment), `GET …/summary`, and `POST …/batch/{op}`
-/// (selected ids), `…/all/{op}` (the whole tab or group), `…/matching/{op}`
-/// (what the filters or an error group match in the bounded scan).
+/// (page or live fragment), `GET …/summary`, `POST …/batch/{op}` (selected
+/// ids), and the bulk jobs (`bulk.rs`): `GET` (confirmation with the
+/// preview count) and `POST` (start the job) of `…/all/{op}` (the whole
+/// tab or group) and `…/matching/{op}` (what the filters or an error group
+/// match, over the whole tab).
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/queues/{queue}", get(view_queue_get))
         .route("/queues/{queue}/{state}", get(view_tab_get))
         .route("/queues/{queue}/{state}/summary", get(view_summary_get))
         .route("/queues/{queue}/{state}/batch/{op}", post(batch_post))
-        .route("/queues/{queue}/{state}/all/{op}", post(all_post))
-        .route("/queues/{queue}/{state}/matching/{op}", post(matching_post))
+        .route(
+            "/queues/{queue}/{state}/all/{op}",
+            get(all_get).post(all_post),
+        )
+        .route(
+            "/queues/{queue}/{state}/matching/{op}",
+            get(matching_get).post(matching_post),
+        )
 }
 
 /// 404 for a tab name that is no task state.
@@ -122,15 +131,15 @@ async fn view_summary_get(
         .copied()
         .filter(|o| *o != Op::Cancel)
         .collect();
-    let view_base = View {
-        group: summary.group,
-        ..view
+    let group_qs = match (tab, &summary.group) {
+        (TaskState::Aggregating, Some(g)) => format!("&group={}", urls::encode(g)),
+        _ => String::new(),
     };
     let root = root.trim_end_matches('/');
     QueueSummary {
         layout: Layout::new(&state, "summary", "queues"),
         tab_url: format!("{root}/queues/{}/{tab}", urls::segment(&queue)),
-        qs: view_base.qs(),
+        group_qs,
         scanned: summary.scanned,
         total: summary.total,
         limit: SCAN_LIMIT,

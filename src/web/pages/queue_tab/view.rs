@@ -313,7 +313,8 @@ pub(super) struct QueuePage {
 pub(super) struct QueueSummary {
     pub layout: Layout,
     pub tab_url: String,
-    pub qs: String,
+    /// `&group=<name>` on the aggregating tab (error-group links keep it).
+    pub group_qs: String,
     pub scanned: usize,
     pub total: usize,
     pub limit: usize,
