@@ -51,7 +51,7 @@ pub struct Run {
     /// Seconds from the request to an empty set (None: not empty by the
     /// deadline).
     pub empty_s: Option<f64>,
-    /// The job's end: phase, done and total.
+    /// The job's end: phase, done/total, skipped and failed.
     pub job: Option<String>,
     /// Tasks left in the set at the end.
     pub left: u64,
@@ -68,15 +68,30 @@ fn job_id(v: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-/// `(phase, done, total)` of a job answer (top level or under `job`).
-fn job_progress(v: &Value) -> Option<(String, u64, u64)> {
+/// The progress of a job answer (top level or under `job`).
+#[derive(Clone, Debug)]
+struct Progress {
+    phase: String,
+    done: u64,
+    total: u64,
+    skipped: u64,
+    failed: u64,
+}
+
+fn job_progress(v: &Value) -> Option<Progress> {
     let j = if v.get("phase").is_some() {
         v
     } else {
         v.get("job")?
     };
     let n = |k: &str| j.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Some((j.get("phase")?.as_str()?.to_string(), n("done"), n("total")))
+    Some(Progress {
+        phase: j.get("phase")?.as_str()?.to_string(),
+        done: n("done"),
+        total: n("total"),
+        skipped: n("skipped"),
+        failed: n("failed"),
+    })
 }
 
 fn finished(phase: &str) -> bool {
@@ -129,12 +144,24 @@ pub async fn run(env: &mut Env, side: Side, a: &Action) -> anyhow::Result<Run> {
     let t0 = Instant::now();
     let mut request = {
         let (addr, side, a) = (d.addr.clone(), d.side, *a);
-        tokio::spawn(async move { start(side, &addr, a).await })
+        tokio::spawn(async move {
+            let t = Instant::now();
+            // A failed exchange (reset, timeout) is a row, not the end of
+            // the bench: status 0 and the error as the answer.
+            start(side, &addr, a).await.or_else(|e| {
+                let failed = Reply {
+                    status: 0,
+                    body: format!("{e:#}").into_bytes(),
+                    took: t.elapsed(),
+                };
+                anyhow::Ok((format!("`{} {}` (failed)", a.method, a.path), failed, None))
+            })
+        })
     };
     let deadline = t0 + env.opts.bulk_timeout;
     let mut empty_s = None;
     let mut started: Option<(String, Reply, Option<String>)> = None;
-    let mut job_end: Option<(String, u64, u64)> = None;
+    let mut job_end: Option<Progress> = None;
     loop {
         if started.is_none() && request.is_finished() {
             started = Some((&mut request).await??);
@@ -143,7 +170,7 @@ pub async fn run(env: &mut Env, side: Side, a: &Action) -> anyhow::Result<Run> {
             empty_s = Some(t0.elapsed().as_secs_f64());
         }
         if let Some((_, _, Some(id))) = &started
-            && job_end.as_ref().is_none_or(|(p, _, _)| !finished(p))
+            && job_end.as_ref().is_none_or(|p| !finished(&p.phase))
             && let Ok(r) = http::get(&d.addr, &format!("/api/jobs/{id}")).await
         {
             job_end = job_progress(&r.json()).or(job_end);
@@ -151,7 +178,7 @@ pub async fn run(env: &mut Env, side: Side, a: &Action) -> anyhow::Result<Run> {
         let job_done = match &started {
             None => false,
             Some((_, _, None)) => true,
-            Some((_, _, Some(_))) => job_end.as_ref().is_some_and(|(p, _, _)| finished(p)),
+            Some((_, _, Some(_))) => job_end.as_ref().is_some_and(|p| finished(&p.phase)),
         };
         if (empty_s.is_some() && job_done) || Instant::now() > deadline {
             break;
@@ -183,7 +210,12 @@ pub async fn run(env: &mut Env, side: Side, a: &Action) -> anyhow::Result<Run> {
         answer_ms,
         answer,
         empty_s,
-        job: job_end.map(|(p, d, t)| format!("{p} {d}/{t}")),
+        job: job_end.map(|p| {
+            format!(
+                "{} {}/{} (skipped {}, failed {})",
+                p.phase, p.done, p.total, p.skipped, p.failed
+            )
+        }),
         left,
         slow,
         producer: lat,
@@ -245,4 +277,31 @@ pub fn print(title: &str, n: usize, runs: &[Run], rate: u32) {
         );
     }
     println!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The job id is found in `POST /api/jobs`'s answer (the job itself) and
+    /// in an asynqmon route's answer for a big set (`{"deleted":0,"job":…}`);
+    /// asynqmon's own answers have none.
+    #[test]
+    fn job_ids_and_progress() {
+        let job = serde_json::json!({"id": "j1", "phase": "running", "done": 5, "total": 9, "skipped": 1, "failed": 2});
+        assert_eq!(job_id(&job).as_deref(), Some("j1"));
+        let wrapped = serde_json::json!({"deleted": 0, "job": job});
+        assert_eq!(job_id(&wrapped).as_deref(), Some("j1"));
+        assert_eq!(job_id(&serde_json::json!({"deleted": 20000})), None);
+        for v in [&job, &wrapped] {
+            let p = job_progress(v).unwrap();
+            assert_eq!(
+                (p.phase.as_str(), p.done, p.total, p.skipped, p.failed),
+                ("running", 5, 9, 1, 2)
+            );
+        }
+        assert!(job_progress(&serde_json::json!({"deleted": 1})).is_none());
+        assert!(finished("done") && finished("failed") && finished("cancelled"));
+        assert!(!finished("running") && !finished("queued") && !finished("cancelling"));
+    }
 }

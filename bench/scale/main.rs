@@ -291,3 +291,33 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     drop(redis);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn options() {
+        let o = Options::parse(&[]).unwrap();
+        assert_eq!(o.queues, [5_000, 25_000]);
+        assert_eq!((o.tasks, o.retry, o.deep), (1_000_000, 200_000, 0));
+        assert_eq!((o.idle.as_secs(), o.warm, o.rate), (20, 20, 200));
+        assert!(o.asynqmon && o.wants("overview") && o.wants("deep"));
+
+        let o = Options::parse(&args(
+            "--queues 200 --tasks 20_000 --only run_all --no-asynqmon",
+        ))
+        .unwrap();
+        assert_eq!((o.queues.as_slice(), o.tasks), (&[200][..], 20_000));
+        assert!(!o.asynqmon && o.wants("run_all") && !o.wants("overview"));
+
+        for bad in ["--bogus", "--only nope", "--only deep", "--tasks many"] {
+            assert!(Options::parse(&args(bad)).is_err(), "{bad}");
+        }
+        assert!(Options::parse(&args("--only deep --deep 100")).is_ok());
+    }
+}

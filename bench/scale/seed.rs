@@ -198,3 +198,125 @@ pub async fn flush(conn: &mut MultiplexedConnection) -> anyhow::Result<()> {
     redis::cmd("FLUSHALL").query_async::<()>(conn).await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deploy::{Deployment, Kind};
+
+    async fn hget(conn: &mut MultiplexedConnection, key: &str, field: &str) -> Option<Vec<u8>> {
+        redis::cmd("HGET")
+            .arg(key)
+            .arg(field)
+            .query_async(conn)
+            .await
+            .unwrap()
+    }
+
+    fn decode(bytes: &[u8]) -> TaskMessage {
+        TaskMessage::decode(bytes).expect("msg decodes as a TaskMessage")
+    }
+
+    /// The seeders write Go asynq's layout: the queue in `asynq:queues`,
+    /// ids in the pending list (oldest on the right) or the sorted set,
+    /// and task hashes whose `msg` decodes to the task's own id and queue.
+    /// (Checked once by hand with the Go peer too: `asynq-peer inspect
+    /// task` reads these tasks, retry ones with retried 1 and "boom".)
+    #[tokio::test]
+    async fn seeders_write_go_asynqs_layout() {
+        let redis = Deployment::start(Kind::Standalone).await.unwrap();
+        let mut conn = redis::Client::open(redis.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+
+        let (t0_ns, t0_s) = (now_ns(), chrono::Utc::now().timestamp());
+        many_queues(&mut conn, 3, 2).await.unwrap();
+        one_queue(&mut conn, "q", "pending", CHUNK + 5)
+            .await
+            .unwrap();
+        one_queue(&mut conn, "q", "retry", 3).await.unwrap();
+        let (t1_ns, t1_s) = (now_ns(), chrono::Utc::now().timestamp());
+
+        let mut queues: Vec<String> = redis::cmd("SMEMBERS")
+            .arg("asynq:queues")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        queues.sort();
+        assert_eq!(queues, ["q", "queue-00000", "queue-00001", "queue-00002"]);
+
+        let ids: Vec<String> = redis::cmd("LRANGE")
+            .arg("asynq:{queue-00002}:pending")
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(ids, ["t-2", "t-1"]);
+        let key = "asynq:{queue-00002}:t:t-2";
+        let m = decode(&hget(&mut conn, key, "msg").await.unwrap());
+        assert_eq!((m.id.as_str(), m.queue.as_str()), ("t-2", "queue-00002"));
+        assert_eq!(
+            (m.r#type.as_str(), m.retry, m.timeout),
+            ("bench:scale", 25, 1800)
+        );
+        assert_eq!(hget(&mut conn, key, "state").await.unwrap(), b"pending");
+        let since: i64 = String::from_utf8(hget(&mut conn, key, "pending_since").await.unwrap())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (t0_ns..=t1_ns).contains(&since),
+            "pending_since in ns: {since}"
+        );
+
+        assert_eq!(
+            size(&mut conn, "q", "pending").await.unwrap(),
+            CHUNK as u64 + 5
+        );
+        let oldest: String = redis::cmd("LINDEX")
+            .arg("asynq:{q}:pending")
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(oldest, "p-1");
+        let last = format!("p-{}", CHUNK + 5);
+        let m = decode(
+            &hget(&mut conn, &format!("asynq:{{q}}:t:{last}"), "msg")
+                .await
+                .unwrap(),
+        );
+        assert_eq!((m.id, m.queue.as_str()), (last, "q"));
+
+        let retry: Vec<(String, i64)> = redis::cmd("ZRANGE")
+            .arg("asynq:{q}:retry")
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(retry.len(), 3);
+        let due = (t0_s + 86_400)..=(t1_s + 86_400);
+        assert!(
+            retry.iter().all(|(_, s)| due.contains(s)),
+            "due in a day: {retry:?}"
+        );
+        let m = decode(&hget(&mut conn, "asynq:{q}:t:r-2", "msg").await.unwrap());
+        assert_eq!(
+            (m.id.as_str(), m.retried, m.error_msg.as_str()),
+            ("r-2", 1, "boom")
+        );
+        assert_eq!(
+            hget(&mut conn, "asynq:{q}:t:r-2", "state").await.unwrap(),
+            b"retry"
+        );
+        assert_eq!(
+            hget(&mut conn, "asynq:{q}:t:r-2", "pending_since").await,
+            None
+        );
+    }
+}
