@@ -249,7 +249,7 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     let (cpus, mem, load) = machine();
     println!(
         "Machine: {cpus} CPUs, {mem} RAM, load average {load} at the start; Redis {version}; \
-         asynqdeck {} at commit {}; asynqmon {}.\n",
+         asynqdeck {} (bench built from commit {}); asynqmon {}.\n",
         env.tools.asynqdeck.display(),
         commit(),
         env.tools.asynqmon_note
