@@ -33,9 +33,10 @@
 //!      both through `bulk.rs`: the answer, the time until the set is
 //!      empty, SLOWLOG entries ≥ 10 ms, and the enqueue latency of a Go
 //!      producer (`asynq-peer latency`, `--rate`/s) meanwhile;
-//!    - `deep.rs` (only with `--deep N`: seeding 10,000,000 tasks takes
-//!      minutes and about 3 GB): every tab's first/middle/last page and the
-//!      queue statistics on one deep queue.
+//!    - `deep.rs` (only with `--deep N`): one queue with N pending plus
+//!      N/10 retry and N/10 archived tasks (N = 10,000,000: about 3 min to
+//!      seed and 5.4 GB of Redis memory; 1,000,000 took 17 s and 537 MB
+//!      here), every tab's first/middle/last page and the queue statistics.
 //!
 //! Data is seeded straight into Redis by Lua scripts in chunks (`seed.rs`),
 //! laid out as Go asynq v0.26.0 writes it. It measures whatever the binary
