@@ -8,7 +8,8 @@
 //!   the same path, their median (warm; sampling stops after 60 s); ours
 //!   `/` (the overview page) and `/api/queues` (its asynqmon-compatible
 //!   JSON), asynqmon `/api/queues` (what its UI polls); then the process's
-//!   VmRSS.
+//!   VmRSS. A warm sample is taken only if, at the pace of the last
+//!   request, it ends within the 60 s.
 
 use std::time::{Duration, Instant};
 
@@ -114,9 +115,16 @@ async fn view(d: &Dashboard, path: &'static str, warm: usize) -> View {
     };
     let mut times = Vec::new();
     let start = Instant::now();
-    while cold.is_ok() && times.len() < warm && start.elapsed() < WARM_BUDGET {
+    // The next request is expected to take as long as the last one: stop
+    // before it would end past the budget (a cold view of minutes gets no
+    // warm samples).
+    let mut last = cold.as_ref().map_or(WARM_BUDGET, |r| r.took);
+    while cold.is_ok() && times.len() < warm && start.elapsed() + last < WARM_BUDGET {
         match http::get(&d.addr, path).await {
-            Ok(r) => times.push(r.took),
+            Ok(r) => {
+                last = r.took;
+                times.push(r.took);
+            }
             Err(e) => {
                 eprintln!("bench_scale:   {path} warm: {e:#}");
                 break;
@@ -176,16 +184,19 @@ pub fn print(runs: &[Run], idle: Duration) {
                 } else {
                     String::new()
                 };
+                let warm = if v.warm_n == 0 {
+                    "— (0)".to_string()
+                } else {
+                    format!("{:.2} ({})", v.warm_ms, v.warm_n)
+                };
                 println!(
-                    "| {} | {} | {idle} | `{}` | {} | {} | {:.1} | {:.2} ({}) | {rss} |",
+                    "| {} | {} | {idle} | `{}` | {} | {} | {:.1} | {warm} | {rss} |",
                     r.queues,
                     s.side.name(),
                     v.path,
                     v.status,
                     v.bytes,
                     v.cold_ms,
-                    v.warm_ms,
-                    v.warm_n
                 );
             }
         }
