@@ -60,7 +60,7 @@ cluster_skips=(
   --skip dashboard_stats::tracked_hints_
 )
 ASYNQDECK_TEST_REDIS=cluster cargo test --test integration -- --test-threads=1 --include-ignored \
-  client:: server_smoke:: server_seeds:: engine_broker:: maintenance:: reliability_recovery:: \
+  client:: server_smoke:: server_seeds:: engine_broker:: maintenance:: maintenance_scale:: reliability_recovery:: \
   inspector_queues:: inspector_tasks:: servers:: \
   web_api:: web_pages:: web_queues:: web_tasks:: dashboard_stats:: \
   zz_cluster_audit:: "${cluster_skips[@]}"

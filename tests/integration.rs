@@ -16,6 +16,7 @@ mod inspector_queues;
 mod inspector_tasks;
 mod interop;
 mod maintenance;
+mod maintenance_scale;
 mod props_routes;
 mod reliability_chaosfix;
 mod reliability_data;

@@ -79,16 +79,16 @@ use super::defaults::{
     DEFAULT_SAMPLE_INTERVAL,
 };
 use super::discovery::QueueDiscovery;
-use super::forwarder::Forwarder;
+use super::forwarder;
 use super::heartbeat::{Heartbeat, HeartbeatConfig, ServerIdentity, ServerStatus};
 use super::hooks::IsFailureFunc;
 use super::inflight::InFlight;
-use super::janitor::Janitor;
+use super::janitor;
 use super::recoverer::Recoverer;
 use super::retry::{RetryDelayFunc, default_retry_delay_fn};
 use super::sampler::Sampler;
 use super::ticker::{FirstTick, Ticker};
-use crate::broker::Broker;
+use crate::broker::{Broker, DueIndex};
 
 /// Priority each queue gets in the published `ServerInfo.queues`.
 const PUBLISHED_PRIORITY: i32 = 1;
@@ -231,30 +231,33 @@ impl Maintenance {
         );
         let mut loops = Vec::new();
 
-        let (b, c, stop) = (broker.clone(), config.clone(), shutdown.clone());
-        loops.push(tokio::spawn(async move {
-            let mut ticks = Ticker::new(c.forwarder_interval, FirstTick::AfterInterval, &stop);
-            while ticks.next().await {
-                if let Some(queues) = queues(&b, "forwarder").await {
-                    let _ = Forwarder::new(b.clone(), queues, c.forwarder_interval)
-                        .tick()
-                        .await;
-                }
-            }
-        }));
+        // The due index: every queue's heads in memory, read again only
+        // where Redis reports a change (issue 15, COMPATIBILITY.md LA1).
+        let index = DueIndex::start(broker.clone(), config.forwarder_interval, shutdown.clone());
+
+        loops.push(tokio::spawn(forwarder::run_indexed(
+            broker.clone(),
+            index.clone(),
+            config.forwarder_interval,
+            shutdown.clone(),
+        )));
 
         // One recoverer for the engine's life: it keeps its lease schedule
-        // and orphan scan between passes (R4, R8) and lists the queues at
-        // each full pass.
-        loops.push(tokio::spawn(
-            Recoverer::for_all_queues(
-                broker.clone(),
-                config.recoverer_interval,
-                config.retry_delay_func.clone(),
-                config.is_failure.clone(),
-            )
-            .run(shutdown.clone()),
-        ));
+        // and orphan scan between passes (R4, R8); it starts once the index
+        // has read every queue.
+        let recoverer = Recoverer::for_index(
+            broker.clone(),
+            index.clone(),
+            config.recoverer_interval,
+            config.retry_delay_func.clone(),
+            config.is_failure.clone(),
+        );
+        let (ix, stop) = (index.clone(), shutdown.clone());
+        loops.push(tokio::spawn(async move {
+            if ix.ready(&stop).await {
+                recoverer.run(stop).await;
+            }
+        }));
 
         if let Some(interval) = config.discovery_interval {
             loops.push(tokio::spawn(
@@ -262,22 +265,17 @@ impl Maintenance {
             ));
         }
 
-        let (b, c, stop) = (broker.clone(), config.clone(), shutdown.clone());
-        loops.push(tokio::spawn(async move {
-            let mut ticks = Ticker::new(c.janitor_interval, FirstTick::AfterInterval, &stop);
-            while ticks.next().await {
-                if let Some(queues) = queues(&b, "janitor").await {
-                    let _ =
-                        Janitor::new(b.clone(), queues, c.janitor_interval, c.janitor_batch_size)
-                            .tick()
-                            .await;
-                }
-            }
-        }));
+        loops.push(tokio::spawn(janitor::run_indexed(
+            broker.clone(),
+            index.clone(),
+            config.janitor_interval,
+            config.janitor_batch_size,
+            shutdown.clone(),
+        )));
 
         if let Some(interval) = config.sample_interval {
             loops.push(tokio::spawn(
-                Sampler::new(broker.clone(), interval).run(shutdown.clone()),
+                Sampler::new(broker.clone(), interval).run_indexed(index.clone(), shutdown.clone()),
             ));
         }
 
@@ -286,7 +284,11 @@ impl Maintenance {
         if config.register_server {
             let mut ticks = Ticker::new(config.heartbeat_interval, FirstTick::AtOnce, &shutdown);
             while ticks.next().await {
-                if let Some(queues) = queues(&broker, "heartbeat").await {
+                let listed = match index.queues() {
+                    Some(q) => Some(q),
+                    None => queues(&broker, "heartbeat").await,
+                };
+                if let Some(queues) = listed {
                     heartbeat.set_queues(
                         queues
                             .into_iter()
