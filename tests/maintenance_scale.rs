@@ -148,7 +148,7 @@ async fn commands_since(conn: &mut RawConn) -> std::collections::BTreeMap<String
 /// (every queue sampled once), the engine runs no script at all while its
 /// forwarder, janitor and sampler tick for several seconds, except the one
 /// forward of the one queue given a due task (two scripts: its scheduled
-/// and retry sets).
+/// and retry sets; the test's enqueue is the third).
 #[tokio::test]
 async fn idle_queues_cost_no_scripts_and_a_due_queue_exactly_one_forward() {
     if support::redis::cluster_mode() {
@@ -184,7 +184,9 @@ async fn idle_queues_cost_no_scripts_and_a_due_queue_exactly_one_forward() {
     wait_pending(&inspector, "idle000", &warm.id).await;
 
     // A task due in 3 s: until then the engine ticks ~15 times (forwarder,
-    // janitor) and ~3 times (sampler) over 300 queues.
+    // janitor) and ~3 times (sampler) over 300 queues. Counted from before
+    // its enqueue (one script).
+    commands_since(&mut conn).await;
     let due = client
         .enqueue(
             &Task::new("t", b"d".to_vec()),
@@ -194,7 +196,6 @@ async fn idle_queues_cost_no_scripts_and_a_due_queue_exactly_one_forward() {
         )
         .await
         .unwrap();
-    commands_since(&mut conn).await;
     let forwarded = support::eventually(Duration::from_secs(30), || {
         let mut conn = conn.clone();
         async move {
@@ -206,7 +207,8 @@ async fn idle_queues_cost_no_scripts_and_a_due_queue_exactly_one_forward() {
     assert!(forwarded.is_some(), "the due task was never forwarded");
     let ran = commands_since(&mut conn).await;
     engine.stop().await;
-    assert_eq!(ran.get("evalsha").copied().unwrap_or(0), 2, "{ran:?}");
+    // The enqueue, then the forward of the scheduled and the retry set.
+    assert_eq!(ran.get("evalsha").copied().unwrap_or(0), 3, "{ran:?}");
     assert_eq!(ran.get("eval").copied().unwrap_or(0), 0, "{ran:?}");
     let state = inspector.get_task_info("idle150", &due.id).await.unwrap();
     assert_eq!(state.state, TaskState::Pending);

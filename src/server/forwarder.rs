@@ -86,13 +86,19 @@ impl Forwarder {
 /// change of the index, and at least every [`INDEX_RECHECK`] (memory only,
 /// no Redis call), so a due task moves within about a second of its time
 /// (Go: up to the 5 s interval). A queue whose forward failed is left alone
-/// for `retry_after` (the forwarder interval). Ends with `shutdown`.
+/// for `interval`. As Go's, the first forward comes one `interval` after
+/// start. Ends with `shutdown`.
 pub async fn run_indexed(
     broker: Broker,
     index: DueIndex,
-    retry_after: Duration,
+    interval: Duration,
     shutdown: CancellationToken,
 ) {
+    let retry_after = interval;
+    tokio::select! {
+        _ = shutdown.cancelled() => return,
+        _ = tokio::time::sleep(interval) => {}
+    }
     if !index.ready(&shutdown).await {
         return;
     }
