@@ -261,7 +261,9 @@ impl Maintenance {
 
         if let Some(interval) = config.discovery_interval {
             loops.push(tokio::spawn(
-                QueueDiscovery::new(broker.clone()).run(interval, shutdown.clone()),
+                QueueDiscovery::new(broker.clone())
+                    .with_index(index.clone())
+                    .run(interval, shutdown.clone()),
             ));
         }
 
