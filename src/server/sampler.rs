@@ -12,7 +12,10 @@
 //! disappears. See [`samples_key`](crate::broker::samples_key).
 //!
 //! `asynqdeck serve` runs it beside the other maintenance loops at the
-//! dashboard's poll interval; a library user may run it with their own
+//! dashboard's poll interval, driven by the engine's due index
+//! ([`Sampler::run_indexed`]: a queue is sampled when its sizes changed, and
+//! at least every [`KEEPALIVE_SAMPLE`]; COMPATIBILITY.md LA2); a library
+//! user may run [`Sampler::run`] (every queue each interval) with their own
 //! [`Server`](crate::Server).
 
 use std::time::Duration;
