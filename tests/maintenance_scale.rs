@@ -336,3 +336,46 @@ async fn the_indexed_sampler_records_a_change_of_sizes() {
     assert_eq!(growth.last_5m.delta(), 2);
     engine.stop().await;
 }
+
+/// Tracking refused (an ACL user without `CLIENT`): the index falls back to
+/// polling, opens no tracked connection, and a scheduled task of a queue
+/// created after start is still forwarded.
+#[tokio::test]
+async fn refused_tracking_falls_back_to_polling() {
+    if support::redis::cluster_mode() {
+        return;
+    }
+    let db = support::private_redis();
+    let mut conn = db.raw().await;
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("notrack")
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .arg("-client")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let url = db.url_as("notrack", "pw");
+    let broker = asynqdeck::broker::Broker::connect(&url).await.unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(Maintenance::new(broker, config()).run(shutdown.clone()));
+    let engine = Engine { shutdown, run };
+    let client = Client::connect(&url).await.unwrap();
+    let inspector = Inspector::connect(&url).await.unwrap();
+    let task = client
+        .enqueue(
+            &Task::new("t", b"p".to_vec()),
+            EnqueueOptions::new()
+                .queue("polled")
+                .process_at(chrono::Utc::now() + chrono::Duration::seconds(1)),
+        )
+        .await
+        .unwrap();
+    wait_pending(&inspector, "polled", &task.id).await;
+    assert_eq!(index_client(&mut conn).await, None);
+    engine.stop().await;
+}
