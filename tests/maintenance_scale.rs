@@ -379,3 +379,46 @@ async fn refused_tracking_falls_back_to_polling() {
     assert_eq!(index_client(&mut conn).await, None);
     engine.stop().await;
 }
+
+/// The index-driven recoverer: a task whose worker vanished (lease ended
+/// over 30 s ago) is retried, and one in a queue created after start too.
+#[tokio::test]
+async fn indexed_recoverer_takes_back_lease_expired_tasks() {
+    let db = support::redis();
+    let broker = asynqdeck::broker::Broker::connect(&db.url()).await.unwrap();
+    let client = Client::connect(&db.url()).await.unwrap();
+    let inspector = Inspector::connect(&db.url()).await.unwrap();
+    let lease_lapsed = |queue: &'static str| {
+        let (broker, client) = (broker.clone(), client.clone());
+        async move {
+            let info = client
+                .enqueue(
+                    &Task::new("t", b"l".to_vec()),
+                    EnqueueOptions::new().queue(queue),
+                )
+                .await
+                .unwrap();
+            let ended = chrono::Utc::now() - chrono::Duration::seconds(60);
+            let leased = broker.dequeue(queue, 1, ended).await.unwrap();
+            assert_eq!(leased.len(), 1);
+            info.id
+        }
+    };
+    let first = lease_lapsed("crashed").await;
+    let engine = start(&db, config()).await;
+    let retried = |queue: &'static str, id: String| {
+        let inspector = inspector.clone();
+        async move {
+            let back = support::eventually(Duration::from_secs(30), || async {
+                let t = inspector.get_task_info(queue, &id).await.ok()?;
+                (t.state == TaskState::Retry).then_some(())
+            })
+            .await;
+            assert!(back.is_some(), "{queue}/{id} never recovered");
+        }
+    };
+    retried("crashed", first).await;
+    let second = lease_lapsed("crashed_later").await;
+    retried("crashed_later", second).await;
+    engine.stop().await;
+}

@@ -351,8 +351,10 @@ impl Recoverer {
             let passed_at = self.broker.now();
             // Failures are logged by `poll`.
             let _ = self.poll().await;
-            let wake = self.next_wake().max(passed_at + chrono_of(MIN_WAKE_GAP));
             loop {
+                // Read again each time: with a due index, a lease written
+                // since brings the wake forward.
+                let wake = self.next_wake().max(passed_at + chrono_of(MIN_WAKE_GAP));
                 let left = (wake - self.broker.now())
                     .to_std()
                     .unwrap_or(Duration::ZERO);
