@@ -54,10 +54,10 @@
 //!   (no `SMEMBERS asynq:queues` every few seconds).
 //!
 //! A new queue is in the index within about 50 ms of its `SADD` (tracking
-//! mode) or one forwarder interval (polling). At 5,000 idle queues the
-//! engine costs Redis about 0.4 % of a core (the keyspace walk of queue
-//! discovery, capped at 2,000 keys a second, is most of it), against 7.6 %
-//! before (debug builds; see BENCHMARKS.md).
+//! mode) or one forwarder interval (polling). Idle, the engine costs Redis
+//! about 0.3 % of a core at 5,000 queues and 0.6 % at 25,000 (release
+//! build; Redis's own idle work and queue discovery's keyspace walk,
+//! capped at 2,000 keys a second, are most of it); see BENCHMARKS.md.
 //!
 //! # The heartbeat
 //! The process registers itself as a server with concurrency 0, status
