@@ -18,6 +18,7 @@ mod inspector_tasks;
 mod interop;
 mod jobs;
 mod maintenance;
+mod maintenance_scale;
 mod props_routes;
 mod reliability_chaosfix;
 mod reliability_data;

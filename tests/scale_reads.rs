@@ -5,7 +5,7 @@
 //! at most 1,000 group zsets; servers and their workers are read one page
 //! at a time (page, `/api/servers`); scheduler history is paged; the memory
 //! estimate runs `MEMORY USAGE` once per queue per 5 minutes, not per view.
-//! COMPATIBILITY.md "Scale (issue 15)" LE1–LE4.
+//! COMPATIBILITY.md "Scale (issue 15)" L9–L12.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -53,6 +53,7 @@ mod bad_counters;
 mod cluster;
 mod conn;
 mod discovery;
+mod due;
 mod engine;
 mod enqueue;
 mod info;
@@ -86,6 +87,11 @@ pub use conn::{
     ConnectOptions, DEFAULT_REDIS_URL, Failover, SentinelOptions, SentinelStatus, Topology,
 };
 pub use discovery::{DISCOVERY_SCAN_COUNT, queue_of_container_key};
+pub use due::CLIENT_NAME as DUE_INDEX_CLIENT_NAME;
+pub use due::{
+    CHUNK_QUEUES as DUE_CHUNK_QUEUES, COALESCE as DUE_COALESCE, DueIndex, DueMode, DueStats,
+    MAX_INDEX_AGE, QueueHeads, score_time,
+};
 pub use engine::{
     DoneAndDequeued, DoneOutcome, FORWARD_BATCH, LEASE_BATCH_MAX, LEASE_DURATION, Leased,
     RECOVER_BATCH, STATS_TTL,

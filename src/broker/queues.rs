@@ -125,7 +125,7 @@ impl Broker {
     }
 
     /// One page of the queue's groups with their sizes (Go `rdb.GroupStats`,
-    /// paged; wire spec §9.8; COMPATIBILITY.md LE1): one `group_stats`
+    /// paged; wire spec §9.8; COMPATIBILITY.md L9): one `group_stats`
     /// script call, `SSCAN asynq:{q}:groups <cursor> COUNT <count>` and a
     /// `ZCARD` per name returned. `cursor` 0 starts a walk; the returned
     /// cursor continues it, 0 when it is over. A page holds about `count`

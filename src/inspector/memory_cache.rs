@@ -1,5 +1,5 @@
 //! The per-queue cache of the memory estimate (issue 15 target 5,
-//! COMPATIBILITY.md LE3): [`Inspector::queue_info`] and
+//! COMPATIBILITY.md L11): [`Inspector::queue_info`] and
 //! [`Inspector::queue_memory_estimate`] run the sampled `MEMORY USAGE`
 //! estimate of a queue at most once per [`MEMORY_CACHE_TTL`] per inspector
 //! (and its clones), not on every view. Go `Inspector.GetQueueInfo`

@@ -38,8 +38,8 @@ impl Inspector {
     /// negative, the memory estimate survives missing hashes
     /// (`COMPATIBILITY.md` Q4, Q5) and is reused for
     /// [`MEMORY_CACHE_TTL`](super::MEMORY_CACHE_TTL) per queue
-    /// ([`Inspector::queue_memory_estimate`], LE3), and past 1,000 groups the
-    /// aggregating count is estimated from about 200 of them (LE2).
+    /// ([`Inspector::queue_memory_estimate`], L11), and past 1,000 groups the
+    /// aggregating count is estimated from about 200 of them (L10).
     ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
     /// [`Error::Corrupt`] (a counter or `pending_since` that is not an
@@ -47,7 +47,7 @@ impl Inspector {
     pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
         self.broker.check_queue_name(queue)?;
         let s = self.broker.queue_stats(queue).await?;
-        // Cached per queue (COMPATIBILITY.md LE3; Go estimates every call).
+        // Cached per queue (COMPATIBILITY.md L11; Go estimates every call).
         let memory_usage = self.cached_memory_of_existing(queue).await?;
         Ok(s.info(queue, memory_usage))
     }
@@ -92,7 +92,7 @@ impl Inspector {
     /// `Inspector.Groups`, every group, unsorted; wire spec §9.8): the first
     /// page of a walk ([`Inspector::groups_page`] from cursor 0 with
     /// [`GROUPS_PAGE_MAX`]), so about 500 groups at most however many the
-    /// queue has (COMPATIBILITY.md LE1); a queue with fewer has them all.
+    /// queue has (COMPATIBILITY.md L9); a queue with fewer has them all.
     /// Like Go, an unknown queue is not an error: it has no groups.
     ///
     /// Errors: [`Error::InvalidQueueName`] (Go does not validate here),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::ticker::{FirstTick, Ticker};
-use crate::broker::Broker;
+use crate::broker::{Broker, DueIndex};
 use crate::error::Result;
 
 pub use super::defaults::{DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL};
@@ -73,4 +73,31 @@ impl Janitor {
             None => Ok(deleted),
         }
     }
+}
+
+/// The maintenance engine's janitor (issue 15, COMPATIBILITY.md L1): every
+/// `interval` (first sweep after one interval, as Go), sweeps only the
+/// queues whose earliest completed task expired by the broker's clock per
+/// the [`DueIndex`], and marks them [`DueIndex::touched`]. No Redis call
+/// when nothing expired. Ends with `shutdown`.
+pub async fn run_indexed(
+    broker: Broker,
+    index: DueIndex,
+    interval: Duration,
+    batch_size: usize,
+    shutdown: CancellationToken,
+) {
+    let mut ticks = Ticker::new(interval, FirstTick::AfterInterval, &shutdown);
+    while ticks.next().await {
+        let secs = broker.now().timestamp() as f64;
+        let due = index.select(|_, h| h.completed.is_some_and(|t| t <= secs));
+        if due.is_empty() {
+            continue;
+        }
+        let _ = Janitor::new(broker.clone(), due.clone(), interval, batch_size)
+            .tick()
+            .await;
+        index.touched(&due);
+    }
+    tracing::debug!("janitor done");
 }

@@ -51,7 +51,9 @@ use super::retry::{RetryDelayFunc, retry_at};
 use super::task_error::TaskError;
 use super::ticker::sleep_unless_shutdown;
 use crate::broker::proto::WireTask;
-use crate::broker::{Adopted, Broker, ORPHAN_SCAN_CHUNK, RECOVER_BATCH};
+use crate::broker::{
+    Adopted, Broker, DueIndex, ORPHAN_SCAN_CHUNK, QueueHeads, RECOVER_BATCH, score_time,
+};
 use crate::error::{Error, Result};
 
 /// Go's recoverer interval (1 min); here the interval of full passes.
@@ -107,6 +109,19 @@ enum QueueSource {
     Fixed(Vec<String>),
     /// Every queue in `asynq:queues`, read again at each full pass.
     All,
+    /// The queues of a [`DueIndex`] that hold leases, active ids or
+    /// aggregation sets (the maintenance engine, issue 15).
+    Index(DueIndex),
+}
+
+/// Whether a full pass has anything to look at in a queue.
+fn needs_pass(h: &QueueHeads) -> bool {
+    h.lease.is_some() || h.active > 0 || h.aggregation.is_some()
+}
+
+/// The score from which a lease is recoverable: its end + [`RECOVER_CUTOFF`].
+fn recoverable_at(h: &QueueHeads) -> Option<f64> {
+    h.lease.map(|l| l + RECOVER_CUTOFF.as_secs_f64())
 }
 
 /// What the recoverer knows between passes.
@@ -180,6 +195,28 @@ impl Recoverer {
         )
     }
 
+    /// Like [`Recoverer::for_all_queues`], driven by `index` (issue 15,
+    /// COMPATIBILITY.md L1): a full pass looks only at the queues holding
+    /// leases, active ids or aggregation sets, and between passes a queue is
+    /// looked at as soon as the index shows its earliest lease recoverable
+    /// (lease + [`RECOVER_CUTOFF`]) or its earliest aggregation set past its
+    /// deadline. No Redis call for a queue holding none of them.
+    pub fn for_index(
+        broker: Broker,
+        index: DueIndex,
+        interval: Duration,
+        retry_delay_func: RetryDelayFunc,
+        is_failure: IsFailureFunc,
+    ) -> Self {
+        Recoverer::with_source(
+            broker,
+            QueueSource::Index(index),
+            interval,
+            retry_delay_func,
+            is_failure,
+        )
+    }
+
     fn with_source(
         broker: Broker,
         source: QueueSource,
@@ -189,7 +226,7 @@ impl Recoverer {
     ) -> Self {
         let queues = match &source {
             QueueSource::Fixed(q) => q.clone(),
-            QueueSource::All => Vec::new(),
+            QueueSource::All | QueueSource::Index(_) => Vec::new(),
         };
         Recoverer {
             broker,
@@ -226,10 +263,22 @@ impl Recoverer {
             return self.broker.now();
         };
         let orphan = st.orphans.earliest().map(|t| t + chrono_of(ORPHAN_GRACE));
+        let indexed = match &self.source {
+            QueueSource::Index(index) => index
+                .earliest(|_, h| {
+                    [recoverable_at(h), h.aggregation]
+                        .into_iter()
+                        .flatten()
+                        .reduce(f64::min)
+                })
+                .map(score_time),
+            _ => None,
+        };
         st.watch
             .values()
             .copied()
             .chain(orphan)
+            .chain(indexed)
             .fold(full, DateTime::min)
     }
 
@@ -253,10 +302,27 @@ impl Recoverer {
         if full_due {
             return self.tick().await;
         }
-        due.sort();
-        due.dedup();
         let mut out = RecoverOutcome::default();
         let mut first_err = None;
+        let mut touched = Vec::new();
+        if let QueueSource::Index(index) = &self.source {
+            let secs = now.timestamp() as f64;
+            due.extend(index.select(|_, h| recoverable_at(h).is_some_and(|t| t <= secs)));
+            let sets = index.select(|_, h| h.aggregation.is_some_and(|t| t <= secs));
+            for queue in &sets {
+                match self.broker.reclaim_stale_aggregation_sets(queue).await {
+                    Ok(n) => out.reclaimed_sets += n,
+                    Err(e) => {
+                        tracing::warn!(queue = %queue, error = %e, "recoverer: could not reclaim stale aggregation sets");
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            touched = sets;
+            touched.extend(due.iter().cloned());
+        }
+        due.sort();
+        due.dedup();
         for queue in &due {
             if let Err(e) = self.settle_orphans(queue, now, &mut out).await {
                 tracing::warn!(queue = %queue, error = %e, "recoverer: could not settle orphaned active ids");
@@ -266,6 +332,11 @@ impl Recoverer {
                 tracing::warn!(queue = %queue, error = %e, "recoverer: could not recover lease-expired tasks");
                 first_err.get_or_insert(e);
             }
+        }
+        if let QueueSource::Index(index) = &self.source {
+            touched.sort();
+            touched.dedup();
+            index.touched(&touched);
         }
         first_err.map_or(Ok(out), Err)
     }
@@ -280,8 +351,10 @@ impl Recoverer {
             let passed_at = self.broker.now();
             // Failures are logged by `poll`.
             let _ = self.poll().await;
-            let wake = self.next_wake().max(passed_at + chrono_of(MIN_WAKE_GAP));
             loop {
+                // Read again each time: with a due index, a lease written
+                // since brings the wake forward.
+                let wake = self.next_wake().max(passed_at + chrono_of(MIN_WAKE_GAP));
                 let left = (wake - self.broker.now())
                     .to_std()
                     .unwrap_or(Duration::ZERO);
@@ -316,6 +389,13 @@ impl Recoverer {
         let now = self.broker.now();
         let mut out = RecoverOutcome::default();
         let mut first_err = None;
+        if let QueueSource::Index(index) = &self.source {
+            let queues = index.select(|_, h| needs_pass(h));
+            let mut st = self.state();
+            st.watch.retain(|q, _| queues.contains(q));
+            st.orphans.retain(&queues);
+            st.queues = queues;
+        }
         if let QueueSource::All = self.source {
             match self.broker.workable_queues().await {
                 Ok(queues) => {
@@ -353,6 +433,9 @@ impl Recoverer {
                     first_err.get_or_insert(e);
                 }
             }
+        }
+        if let QueueSource::Index(index) = &self.source {
+            index.touched(&queues);
         }
         self.state().next_full = Some(now + chrono_of(self.interval));
         first_err.map_or(Ok(out), Err)

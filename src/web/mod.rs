@@ -67,7 +67,7 @@ pub struct WebConfig {
     /// asynqmon's synchronous bulk routes (`…:delete_all`, `…:run_all`,
     /// `…:archive_all`) wait for their job when the set holds at most this
     /// many tasks and answer at once (202, with the job) above it
-    /// (COMPATIBILITY.md LB1). Default 10,000.
+    /// (COMPATIBILITY.md L5). Default 10,000.
     pub sync_job_limit: u64,
 }
 

@@ -1,5 +1,5 @@
 -- group_stats: one page of a queue's groups with their sizes (asynq
--- rdb.GroupStats, paged: issue 15, COMPATIBILITY.md#le1).
+-- rdb.GroupStats, paged: issue 15, COMPATIBILITY.md#l9).
 -- KEYS[1] asynq:{<q>}:groups   set of group names
 -- --
 -- ARGV[1] group key prefix asynq:{<q>}:g:

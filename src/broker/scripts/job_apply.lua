@@ -40,7 +40,7 @@
 -- state or group, or the container does not hold it. A pending id is taken
 -- out with LREM count -1 (from the tail, where the job reads): the first
 -- occurrence from the next-to-run end.
--- asynq divergence: COMPATIBILITY.md#r13, COMPATIBILITY.md#lb2
+-- asynq divergence: COMPATIBILITY.md#r13, COMPATIBILITY.md#l6
 local phase = job_owned(KEYS[1], ARGV[1], ARGV[2])
 if not phase then
     return {0, 0, 0}

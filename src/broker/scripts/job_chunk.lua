@@ -39,7 +39,7 @@
 -- listed). A group leaves KEYS[6] once its zset is empty. Archive trims the
 -- archive (lib/trim_archive) after each chunk.
 -- asynq divergence: COMPATIBILITY.md#t5, COMPATIBILITY.md#t6, COMPATIBILITY.md#g3,
--- COMPATIBILITY.md#lb2, COMPATIBILITY.md#lb3
+-- COMPATIBILITY.md#l6, COMPATIBILITY.md#l7
 local phase, handled, total = job_owned(KEYS[1], ARGV[1], ARGV[2])
 if not phase then
     return {0, 0, 0}

@@ -38,7 +38,7 @@ use numbers::latency_at;
 pub(crate) use numbers::{QueueStats, QueueStatsEntry, QueuesStats, Sample, StatsRequest};
 pub use queue_info::{DailyStats, GroupInfo, QueueInfo};
 pub(in crate::broker) use reply::counter_of;
-pub(crate) use tracking::StatsTracking;
+pub(crate) use tracking::{StatsTracking, Tracked};
 
 /// Most queues one `queues_stats` script call reads, so a call (and the time
 /// Redis is busy with it) stays bounded however many queues exist.

@@ -104,12 +104,15 @@ impl std::fmt::Debug for StatsTracking {
     }
 }
 
-struct Tracked {
-    conn: MultiplexedConnection,
-    pushes: UnboundedReceiver<PushInfo>,
+/// A RESP3 connection with `CLIENT TRACKING ON` and the receiver of its
+/// push messages (also used by the maintenance engine's due index,
+/// `broker::due`).
+pub(crate) struct Tracked {
+    pub(crate) conn: MultiplexedConnection,
+    pub(crate) pushes: UnboundedReceiver<PushInfo>,
     /// The broker's generation when opened (behind Sentinel, a change of
     /// master makes it another: the connection is on a former master).
-    generation: u64,
+    pub(crate) generation: u64,
 }
 
 /// What the push messages received so far say.
@@ -126,7 +129,7 @@ struct Heard {
 impl Tracked {
     /// Opens a RESP3 connection like `broker`'s and turns tracking on.
     /// `Ok(None)` when Redis refuses (no RESP3, `CLIENT` not allowed).
-    async fn open(broker: &Broker) -> Result<Option<Tracked>> {
+    pub(crate) async fn open(broker: &Broker) -> Result<Option<Tracked>> {
         let generation = broker.target.generation();
         let Some(client) = broker.target.tracking_client().await? else {
             return Ok(None);

@@ -165,12 +165,12 @@ struct GroupsResponse {
 /// `GET /queues/{q}/groups?cursor=&size=`: `{"groups": [{group, size}],
 /// "stats": snapshot}`, plus `"next_cursor": "<c>"` while more groups
 /// follow; 404 for an unknown queue
-/// (asynq lists no groups for it). Bounded (COMPATIBILITY.md LE1): one page
+/// (asynq lists no groups for it). Bounded (COMPATIBILITY.md L9): one page
 /// of about `size` groups (default and most [`GROUPS_PAGE_MAX`], 500)
 /// from `cursor` (default 0, the first page); asynqmon lists every group,
 /// which is the same answer for a queue of fewer groups. `size` outside
 /// 1..=500 or a cursor that is not an unsigned integer is 400.
-// asynqmon divergence: COMPATIBILITY.md#le1
+// asynqmon divergence: COMPATIBILITY.md#l9
 pub async fn groups(
     State(state): State<AppState>,
     Path(queue): Path<String>,

@@ -24,8 +24,8 @@ struct ServersResponse {
 /// page past the end is empty, page 0 or size < 1 is 400) only that page,
 /// reading only its servers' keys. Without either, every server, as
 /// asynqmon (its UI asks without parameters): no bound is set, the keys
-/// are read in pipelines of 100 (COMPATIBILITY.md LE4).
-// asynqmon divergence: COMPATIBILITY.md#le4
+/// are read in pipelines of 100 (COMPATIBILITY.md L12).
+// asynqmon divergence: COMPATIBILITY.md#l12
 pub async fn servers(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,

@@ -10,8 +10,8 @@
 //! tasks the route runs the job itself and answers asynqmon's shape (200,
 //! `{"deleted": n}`); above it, it answers at once with 202 and the same
 //! shape, the count done so far (0) plus the job:
-//! `{"deleted": 0, "job": {...}}` (COMPATIBILITY.md LB1).
-// asynqmon divergence: COMPATIBILITY.md#lb1
+//! `{"deleted": 0, "job": {...}}` (COMPATIBILITY.md L5).
+// asynqmon divergence: COMPATIBILITY.md#l5
 
 use axum::Json;
 use axum::body::Body;

@@ -1,5 +1,5 @@
 -- lib/group_total: how many groups a queue has and how many aggregating
--- tasks they hold, in bounded work (issue 15, COMPATIBILITY.md#le2);
+-- tasks they hold, in bounded work (issue 15, COMPATIBILITY.md#l10);
 -- prepended by scripts.rs to queue_stats, queues_stats and the memory
 -- estimates (Lua has no includes).
 -- Defines group_total(groups_key, group_prefix, limit, sample):
