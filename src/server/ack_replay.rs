@@ -10,6 +10,12 @@
 //! changes, sends `done` for them again on the new master. `done` skips a
 //! task that is no longer active (its first `done` did arrive), so only
 //! the lost ones are finished. Nothing is kept on other deployments.
+//!
+//! A lease lost the same way (the old master leased the task, the new one
+//! never heard of it) leaves the task pending on the new master, where it
+//! is leased again. The ids replayed at a change of master are therefore
+//! kept for [`RERUN_GUARD`]: a task of this process leased again under one
+//! of them is finished without calling its handler a second time.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -24,12 +30,18 @@ use crate::broker::{Broker, DoneOutcome, Topology};
 pub(super) const REPLAY_WINDOW: Duration = Duration::from_secs(10);
 /// Most successes kept (the oldest go first).
 pub(super) const REPLAY_MAX: usize = 50_000;
+/// How long, after a change of master, a success of the moments before it
+/// is not run again when its task is leased again (its lease had not
+/// reached the new master either).
+pub(super) const RERUN_GUARD: Duration = Duration::from_secs(60);
 
 /// The recent successes and the master generation they were finished at.
 pub(super) struct AckReplay {
     enabled: bool,
     generation: u64,
     recent: VecDeque<(Instant, Arc<Running>)>,
+    /// Ids replayed at the last change of master, and when.
+    replayed: HashMap<String, Instant>,
 }
 
 impl AckReplay {
@@ -39,6 +51,7 @@ impl AckReplay {
             enabled: broker.topology() == Topology::Sentinel,
             generation: broker.master_generation(),
             recent: VecDeque::new(),
+            replayed: HashMap::new(),
         }
     }
 
@@ -70,10 +83,27 @@ impl AckReplay {
             return out;
         }
         self.generation = g;
+        let now = Instant::now();
+        self.replayed
+            .retain(|_, at| now.duration_since(*at) < RERUN_GUARD);
         for (_, r) in self.recent.drain(..) {
+            self.replayed.insert(r.task.msg.id.clone(), now);
             out.entry(r.task.msg.queue.clone()).or_default().push(r);
         }
         out
+    }
+
+    /// Whether the task `id` succeeded here just before the last change of
+    /// master (within [`RERUN_GUARD`] of it): leased again on the new
+    /// master, it is finished without running. Forgets the id.
+    pub(super) fn succeeded_before_move(&mut self, id: &str) -> bool {
+        if self.replayed.is_empty() {
+            return false;
+        }
+        match self.replayed.remove(id) {
+            Some(at) => at.elapsed() < RERUN_GUARD,
+            None => false,
+        }
     }
 }
 

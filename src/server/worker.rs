@@ -153,7 +153,17 @@ pub(super) async fn run_task(
         running.cancel.clone(),
         shared.broker.clone(),
     );
-    let result: Result<(), TaskError> = if deadline <= now {
+    let already_done = shared
+        .replay
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .succeeded_before_move(&msg.id);
+    let result: Result<(), TaskError> = if already_done {
+        // Its success and its lease were both lost in a change of master
+        // (ack_replay.rs): finish it again, never run it twice.
+        tracing::warn!(queue = %msg.queue, id = %msg.id, "leased again after the change of master; it succeeded here before it: finishing it without running it again");
+        Ok(())
+    } else if deadline <= now {
         Err(DeadlineExceeded.into())
     } else {
         let until_deadline = (deadline - now).to_std().unwrap_or_default();
