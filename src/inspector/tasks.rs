@@ -263,6 +263,11 @@ impl Inspector {
     /// `RunAllScheduledTasks`, `RunAllRetryTasks`, `RunAllArchivedTasks`;
     /// wire spec §9.4). Ids whose hash is missing are dropped, not counted.
     ///
+    /// One script over the whole set, as Go's: on a set of many thousands
+    /// of tasks it blocks Redis for as long (about 4 s per 1,000,000). For
+    /// a set of any size use a job ([`Inspector::start_job`]), which works
+    /// in bounded chunks; the dashboard and `/api` do.
+    ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
     /// any other state, [`Error::QueueNotFound`], [`Error::Redis`].
     pub async fn run_all(&self, queue: &str, state: TaskState) -> Result<u64> {
@@ -294,6 +299,11 @@ impl Inspector {
     /// §10). The archive is trimmed in the same script as in
     /// [`Inspector::archive_task`].
     ///
+    /// One script over the whole set, as Go's: on a set of many thousands
+    /// of tasks it blocks Redis for as long (about 4 s per 1,000,000). For
+    /// a set of any size use a job ([`Inspector::start_job`]), which works
+    /// in bounded chunks; the dashboard and `/api` do.
+    ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
     /// any other state, [`Error::QueueNotFound`], [`Error::Redis`].
     pub async fn archive_all(&self, queue: &str, state: TaskState) -> Result<u64> {
@@ -323,6 +333,11 @@ impl Inspector {
     /// Deletes every pending, scheduled, retry, archived or completed task of
     /// `queue`, releasing each task's lock while it holds the task's id;
     /// returns how many were deleted (Go `DeleteAll*Tasks`; wire spec §9.4).
+    ///
+    /// One script over the whole set, as Go's: on a set of many thousands
+    /// of tasks it blocks Redis for as long (about 4 s per 1,000,000). For
+    /// a set of any size use a job ([`Inspector::start_job`]), which works
+    /// in bounded chunks; the dashboard and `/api` do.
     ///
     /// Errors: [`Error::InvalidQueueName`], [`Error::InvalidArgument`] for
     /// active and aggregating, [`Error::QueueNotFound`], [`Error::Redis`].
