@@ -273,24 +273,9 @@ async fn overview_page_size_does_not_grow_with_the_queues() {
 /// Numbers of commands Redis ran, by name (scripts' inner commands
 /// included), leaving out the test's own `INFO`.
 async fn calls(conn: &mut RawConn) -> std::collections::BTreeMap<String, u64> {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    stats
-        .lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            (name != "info").then(|| (name.to_string(), calls))
-        })
-        .collect()
+    let mut calls = support::commandstats::calls(conn).await;
+    calls.remove("info");
+    calls
 }
 
 /// The age in the stale marker of `html` ("numbers 42 s old — Redis

@@ -911,30 +911,11 @@ async fn refused_memory_usage_is_na_in_its_cell() {
 /// included; `INFO`, `CONFIG` and `CLIENT` left out), by name, then resets
 /// the counts. Only meaningful on a private server.
 async fn commands_since(conn: &mut RawConn) -> std::collections::BTreeMap<String, u64> {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(conn)
-        .await
-        .unwrap();
-    stats
-        .lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            (!(name == "info" || name.starts_with("config|") || name.starts_with("client|")))
-                .then(|| (name.to_string(), calls))
-        })
-        .collect()
+    let mut calls = support::commandstats::since_last(conn).await;
+    calls.retain(|name, _| {
+        !(name == "info" || name.starts_with("config|") || name.starts_with("client|"))
+    });
+    calls
 }
 
 /// The ids of the clients with key tracking on (`CLIENT LIST` flag `t`).

@@ -119,29 +119,7 @@ async fn indexed_engine_forwards_scheduled_tasks_of_old_and_new_queues() {
 /// Commands Redis ran since the last reset (scripts' inner commands
 /// included), by name, then resets the counts.
 async fn commands_since(conn: &mut RawConn) -> std::collections::BTreeMap<String, u64> {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(conn)
-        .await
-        .unwrap();
-    stats
-        .lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_string(), calls))
-        })
-        .collect()
+    support::commandstats::since_last(conn).await
 }
 
 /// Cost follows change: with 300 idle queues, once the index has read them

@@ -21,6 +21,7 @@
 
 pub mod clock;
 pub mod cluster;
+pub mod commandstats;
 pub mod htmx;
 pub mod http;
 pub mod jobs;
