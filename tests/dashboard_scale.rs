@@ -408,3 +408,38 @@ async fn budget_meters_and_defers_on_any_topology() {
     .await
     .expect("fresh again");
 }
+
+/// `/api/queues` is streamed in chunks of 256 queues: with 600 queues (3
+/// chunks) and one whose pending key is a string, the body is one JSON
+/// document with every other queue once, sorted by name, and the broken one
+/// under `errors` (L3; asynqmon's shape plus `errors`, A6).
+#[tokio::test]
+async fn api_queues_streams_every_queue_and_the_errors() {
+    let db = support::redis();
+    let (_state, app, _client) = dashboard(&db, fresh()).await;
+    let mut conn: RawConn = db.raw().await;
+    let names: Vec<String> = (0..600).map(|i| format!("s-{i:03}")).collect();
+    let _: () = conn.sadd(keys::ALL_QUEUES, &names).await.unwrap();
+    let _: () = conn.set(keys::pending_key("s-300"), "oops").await.unwrap();
+    let (status, body) = http::get(&app, "/api/queues").await.parts();
+    assert_eq!(status, 200);
+    let json: serde_json::Value = serde_json::from_str(&body).expect("one JSON document");
+    let listed: Vec<&str> = json["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["queue"].as_str().unwrap())
+        .collect();
+    let want: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != "s-300")
+        .collect();
+    assert_eq!(listed, want);
+    let errors = json["errors"].as_object().unwrap();
+    assert_eq!(errors.keys().collect::<Vec<_>>(), ["s-300"]);
+    assert!(
+        errors["s-300"].as_str().unwrap().contains("WRONGTYPE"),
+        "{errors:?}"
+    );
+}

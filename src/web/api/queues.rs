@@ -21,20 +21,18 @@ const QUEUE_HISTORY_DAYS: usize = 10;
 /// Days of history per queue in `GET /queue_stats` (asynqmon's 90).
 const QUEUE_STATS_DAYS: usize = 90;
 
-/// `GET /queues` body.
-#[derive(Serialize)]
-struct QueuesResponse {
-    queues: Vec<QueueSnapshot>,
-    /// Queues whose statistics could not be read → why. Absent when empty
-    /// (asynqmon fails the whole response instead).
-    // asynqmon divergence: COMPATIBILITY.md#a6
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    errors: BTreeMap<String, String>,
-}
+/// Queues serialized per body chunk of `GET /queues`: the answer is
+/// streamed, so at 25,000 queues (7.7 MB of JSON) the process never holds
+/// it whole (issue 15, RSS).
+const QUEUES_PER_CHUNK: usize = 256;
 
-/// `GET /queues`: `{"queues": [snapshot, ...]}` for every queue, sorted by
-/// name, from the shared snapshot. 503 when Redis is unreachable.
+/// `GET /queues`: `{"queues": [snapshot, ...], "errors": {queue: why}}`
+/// for every queue, sorted by name, from the shared snapshot; `errors`
+/// (queues whose statistics could not be read) is absent when empty
+/// (asynqmon fails the whole response instead). The body is streamed,
+/// [`QUEUES_PER_CHUNK`] queues at a time. 503 when Redis is unreachable.
 pub async fn list(State(state): State<AppState>) -> ApiResult {
+    // asynqmon divergence: COMPATIBILITY.md#a6
     let snap = state.stats.get(&state.inspector).await;
     if let Some(e) = &snap.error {
         return Err(ApiError::new(
@@ -42,19 +40,59 @@ pub async fn list(State(state): State<AppState>) -> ApiResult {
             e.clone(),
         ));
     }
-    let mut resp = QueuesResponse {
-        queues: Vec::with_capacity(snap.queues.len()),
-        errors: BTreeMap::new(),
-    };
-    for row in &snap.queues {
-        match &row.info {
-            Ok(info) => resp.queues.push(QueueSnapshot::from(info)),
-            Err(e) => {
-                resp.errors.insert(row.name.clone(), e.clone());
+    let chunks = snap.queues.len().div_ceil(QUEUES_PER_CHUNK);
+    // Chunk i serializes rows [i·N, (i+1)·N); chunk `chunks` closes the
+    // body. The state carries whether a queue was written already (commas).
+    let body = futures_util::stream::unfold((0usize, false), move |(i, mut wrote)| {
+        let snap = snap.clone();
+        async move {
+            if i > chunks {
+                return None;
             }
+            let mut out = Vec::new();
+            if i == 0 {
+                out.extend_from_slice(b"{\"queues\":[");
+            }
+            let rows = snap
+                .queues
+                .iter()
+                .skip(i * QUEUES_PER_CHUNK)
+                .take(QUEUES_PER_CHUNK);
+            for info in rows.filter_map(|r| r.info.as_ref().ok()) {
+                if wrote {
+                    out.push(b',');
+                }
+                wrote = true;
+                if let Err(e) = serde_json::to_writer(&mut out, &QueueSnapshot::from(info)) {
+                    return Some((Err(e), (chunks + 1, wrote)));
+                }
+            }
+            if i == chunks {
+                out.push(b']');
+                let errors: BTreeMap<&str, &str> = snap
+                    .queues
+                    .iter()
+                    .filter_map(|r| r.info.as_ref().err().map(|e| (r.name.as_str(), e.as_str())))
+                    .collect();
+                if !errors.is_empty() {
+                    out.extend_from_slice(b",\"errors\":");
+                    if let Err(e) = serde_json::to_writer(&mut out, &errors) {
+                        return Some((Err(e), (chunks + 1, wrote)));
+                    }
+                }
+                out.push(b'}');
+            }
+            Some((Ok(bytes::Bytes::from(out)), (i + 1, wrote)))
         }
-    }
-    Ok(Json(resp).into_response())
+    });
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response())
 }
 
 /// `GET /queues/{q}` body.
