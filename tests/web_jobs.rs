@@ -108,7 +108,7 @@ async fn preview_shows_the_exact_count_and_confirm_starts_a_job() {
         "<p class=\"preview-count\">This will delete 1,500 pending tasks of queue q.</p>"
     ));
     assert!(confirm.body.contains(
-        "hx-post=\"/queues/q/pending/all/delete\" hx-swap=\"none\">Confirm: Delete 1,500 tasks</button>"
+        "hx-post=\"/queues/q/pending/all/delete?confirmed=1500\" hx-swap=\"none\">Confirm: Delete 1,500 tasks</button>"
     ));
     assert!(confirm.body.contains(
         "<a class=\"btn\" href=\"/queues/q/pending?page=1&#38;size=20\">Back to the tab</a>"
@@ -504,4 +504,49 @@ async fn cancel_all_on_the_active_tab_is_a_job() {
     assert_eq!(job.phase, JobPhase::Done);
     assert_eq!((job.total, job.done, job.failed), (2, 2, 0));
     assert_eq!(job.spec.action, TaskAction::Cancel);
+}
+
+/// The Confirm button carries the count the person saw (`confirmed=N`):
+/// tasks that arrived between the preview and the click are left alone
+/// (the review's "Delete 5" that deleted 5,005).
+#[tokio::test]
+async fn confirm_acts_on_at_most_the_previewed_count() {
+    let db = support::redis();
+    let mut s = setup(&db).await;
+    seed_pending(&mut s.raw, "race", 5, |_| "t").await;
+    let confirm = http::get(&s.app, "/queues/race/pending/all/delete").await;
+    assert!(
+        confirm
+            .body
+            .contains("hx-post=\"/queues/race/pending/all/delete?confirmed=5\""),
+        "{}",
+        confirm.body
+    );
+    // 50 more arrive (ids t00005… are new) before the click.
+    let mut pipe = redis::pipe();
+    for i in 5..55 {
+        let id = format!("t{i:05}");
+        let m = seed::msg("race", &id, "t", b"{}");
+        pipe.hset_multiple(
+            keys::task_key("race", &id),
+            &[("msg", m.encode_to_vec()), ("state", b"pending".to_vec())],
+        )
+        .ignore();
+        pipe.lpush(keys::pending_key("race"), &id).ignore();
+    }
+    let _: () = pipe.query_async(&mut s.raw).await.unwrap();
+    let started = s
+        .post("/queues/race/pending/all/delete?confirmed=5", "")
+        .await;
+    let job = finished(&s.insp, &started_id(&started)).await;
+    assert_eq!(job.phase, JobPhase::Done);
+    assert_eq!((job.total, job.done), (5, 5));
+    // The oldest 5 (the ones counted) went; the 50 newer stay.
+    let left: Vec<String> = s
+        .raw
+        .lrange(keys::pending_key("race"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 50);
+    assert!(left.iter().all(|id| id.as_str() >= "t00005"), "{left:?}");
 }

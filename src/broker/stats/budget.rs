@@ -230,22 +230,38 @@ impl RedisBudget {
     }
 
     /// Runs `call` (which sends `commands` commands) within the budget:
-    /// waits for tokens, then charges its round trip.
-    pub async fn metered<T>(&self, commands: u64, call: impl Future<Output = T>) -> T {
+    /// waits for tokens, then charges its round trip when it succeeded. A
+    /// failed call (Redis down, a timeout) is not charged its time: Redis
+    /// spent none on it, and charging the timeouts of an outage would hold
+    /// the numbers back after Redis returns (the chaos suite's
+    /// `dashboard_with_redis_down`).
+    pub async fn metered<T, E>(
+        &self,
+        commands: u64,
+        call: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
         self.spend(commands).await;
         let started = Instant::now();
         let out = call.await;
-        self.charge(started.elapsed());
+        if out.is_ok() {
+            self.charge(started.elapsed());
+        }
         out
     }
 
     /// [`RedisBudget::metered`] for background work
     /// ([`RedisBudget::spend_background`]).
-    pub async fn metered_background<T>(&self, commands: u64, call: impl Future<Output = T>) -> T {
+    pub async fn metered_background<T, E>(
+        &self,
+        commands: u64,
+        call: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
         self.spend_background(commands).await;
         let started = Instant::now();
         let out = call.await;
-        self.charge(started.elapsed());
+        if out.is_ok() {
+            self.charge(started.elapsed());
+        }
         out
     }
 
@@ -284,11 +300,11 @@ impl RedisBudget {
 }
 
 /// Runs `call` within `budget` when there is one ([`RedisBudget::metered`]).
-pub(crate) async fn metered<T>(
+pub(crate) async fn metered<T, E>(
     budget: Option<&RedisBudget>,
     commands: u64,
-    call: impl Future<Output = T>,
-) -> T {
+    call: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     match budget {
         Some(b) => b.metered(commands, call).await,
         None => call.await,

@@ -116,7 +116,21 @@ impl Inspector {
     ///
     /// Errors: as [`Inspector::preview_job`].
     pub async fn start_job(&self, spec: JobSpec, actor: Option<&str>) -> Result<JobStatus> {
-        let status = self.create_job(spec, actor).await?;
+        self.start_job_at_most(spec, actor, None).await
+    }
+
+    /// [`Inspector::start_job`], acting on at most `at_most` tasks when
+    /// given and the job has no filter: the count the person confirmed
+    /// on the preview, so tasks that arrived since are left alone.
+    ///
+    /// Errors: as [`Inspector::start_job`].
+    pub async fn start_job_at_most(
+        &self,
+        spec: JobSpec,
+        actor: Option<&str>,
+        at_most: Option<u64>,
+    ) -> Result<JobStatus> {
+        let status = self.create_job_bounded(spec, actor, at_most).await?;
         if self.job_config().run_on_start {
             let ins = self.clone();
             let (queue, id) = (status.spec.queue.clone(), status.id.clone());
@@ -136,6 +150,17 @@ impl Inspector {
     ///
     /// Errors: as [`Inspector::preview_job`].
     pub async fn create_job(&self, spec: JobSpec, actor: Option<&str>) -> Result<JobStatus> {
+        self.create_job_bounded(spec, actor, None).await
+    }
+
+    /// [`Inspector::create_job`] with the bound of
+    /// [`Inspector::start_job_at_most`].
+    async fn create_job_bounded(
+        &self,
+        spec: JobSpec,
+        actor: Option<&str>,
+        at_most: Option<u64>,
+    ) -> Result<JobStatus> {
         validate(self, &spec)?;
         let mut spec = spec;
         if spec
@@ -149,10 +174,10 @@ impl Inspector {
             .broker()
             .container_size(&spec.queue, spec.state, spec.group.as_deref())
             .await?;
-        let total = if active_filter(&spec).is_some_and(|f| !f.id.is_empty()) {
-            1
-        } else {
-            total
+        let total = match (active_filter(&spec), at_most) {
+            (Some(f), _) if !f.id.is_empty() => 1,
+            (None, Some(n)) => total.min(n),
+            _ => total,
         };
         let cfg = self.job_config();
         let now = self.now();

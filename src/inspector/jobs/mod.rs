@@ -145,9 +145,10 @@ impl JobStatus {
         self.done + self.skipped + self.failed
     }
 
-    /// Progress in per cent (0–100), 100 when finished or the total is 0.
+    /// Progress in per cent (0–100) of `total`: 100 when done or the total
+    /// is 0; a cancelled or failed job shows how far it got.
     pub fn percent(&self) -> u8 {
-        if self.phase.is_finished() || self.total == 0 {
+        if self.phase == JobPhase::Done || self.total == 0 {
             return 100;
         }
         ((self.handled().min(self.total) * 100) / self.total) as u8

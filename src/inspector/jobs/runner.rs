@@ -13,6 +13,10 @@ use tokio_util::sync::CancellationToken;
 use super::run::{self, Driven};
 use crate::Inspector;
 
+/// How long a job whose drive failed waits before a runner tries it
+/// again (ms).
+const RETRY_AFTER_MS: i64 = 5_000;
+
 /// Woken when this process creates a job, so its runners look at once.
 pub(super) static CREATED: Notify = Notify::const_new();
 
@@ -82,6 +86,11 @@ impl JobRunner {
                                 let r = run::drive(&ins, &queue, &id, &owner, &child).await;
                                 if let Err(e) = &r {
                                     tracing::warn!(job = %id, error = %e, "job runner: chunk failed; retrying later");
+                                    // Not due again before RETRY_AFTER: a job
+                                    // whose keys cannot be read (corrupt, or
+                                    // Redis failing) must not spin the runner.
+                                    let at = ins.now().timestamp_millis() + RETRY_AFTER_MS;
+                                    let _ = ins.broker().job_open_at(&id, at).await;
                                 }
                                 if let Ok(mut set) = running.lock() {
                                     set.remove(&id);

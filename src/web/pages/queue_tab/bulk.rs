@@ -232,11 +232,14 @@ async fn confirm_page(
         consequence: consequence(spec.action),
         approximate: !preview.exact,
         nothing: preview.exact && preview.count == 0,
-        post_url: with_qs(format!(
-            "{tab_url}/{}/{}",
-            scope.as_str(),
-            spec.action.as_str()
-        )),
+        post_url: confirmed_url(
+            with_qs(format!(
+                "{tab_url}/{}/{}",
+                scope.as_str(),
+                spec.action.as_str()
+            )),
+            (preview.exact && spec.filter.is_none()).then_some(preview.count),
+        ),
         danger: matches!(spec.action, Op::Delete | Op::Cancel),
         button: format!("{} {count} tasks", spec.action.label()),
     }
@@ -250,13 +253,18 @@ async fn start(
     scope: Scope,
     query: &ViewQuery,
     err: Option<String>,
+    at_most: Option<u64>,
 ) -> Response {
     let (spec, _) = match spec_of(state, &queue, &tab, &op, scope, query, err) {
         Ok(x) => x,
         Err(e) => return (e.status, e.message).into_response(),
     };
     let actor = state.config.basic_auth.as_ref().map(|(u, _)| u.as_str());
-    let job = match state.inspector.start_job(spec, actor).await {
+    let job = match state
+        .inspector
+        .start_job_at_most(spec, actor, at_most)
+        .await
+    {
         Ok(j) => j,
         Err(e) => return action_error(e),
     };
@@ -299,14 +307,42 @@ pub(super) async fn matching_get(
     confirm_page(&state, &queue, &tab, &op, Scope::Matching, &query).await
 }
 
-/// `POST …/{state}/all/{op}`: starts the job on the whole tab.
+/// The Confirm button's URL: `confirmed=<count>` added when the preview
+/// was an exact count of a whole tab, so the job acts on at most the tasks
+/// the person saw counted.
+fn confirmed_url(url: String, count: Option<u64>) -> String {
+    match count {
+        Some(n) if url.contains('?') => format!("{url}&confirmed={n}"),
+        Some(n) => format!("{url}?confirmed={n}"),
+        None => url,
+    }
+}
+
+/// `confirmed=<count>` of the Confirm button ([`confirmed_url`]).
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Confirmed {
+    confirmed: Option<u64>,
+}
+
+/// `POST …/{state}/all/{op}`: starts the job on the whole tab, on at most
+/// the confirmed count of tasks.
 pub(super) async fn all_post(
     State(state): State<AppState>,
     Path(path): Path<(String, String, String)>,
     Query(query): Query<ViewQuery>,
+    Query(confirmed): Query<Confirmed>,
     headers: HeaderMap,
 ) -> Response {
-    start(&state, &headers, path, Scope::All, &query, None).await
+    start(
+        &state,
+        &headers,
+        path,
+        Scope::All,
+        &query,
+        None,
+        confirmed.confirmed,
+    )
+    .await
 }
 
 /// `POST …/{state}/matching/{op}`: starts the job on what the filters (or
@@ -319,7 +355,7 @@ pub(super) async fn matching_post(
     body: Result<Form<MatchingForm>, axum::extract::rejection::FormRejection>,
 ) -> Response {
     let err = body.map(|Form(b)| b).unwrap_or_default().err;
-    start(&state, &headers, path, Scope::Matching, &query, err).await
+    start(&state, &headers, path, Scope::Matching, &query, err, None).await
 }
 
 #[cfg(test)]
