@@ -846,3 +846,47 @@ async fn cancel_job_on_active_tasks_counts_each_once() {
     assert_eq!((job.done, job.skipped, job.total), (10, 20, 30));
     assert_eq!(conn.llen::<_, u64>(keys::active_key(Q)).await.unwrap(), 30);
 }
+
+/// A job whose hash is a key of another type (the review's hot loop): the
+/// runner tries it, fails, and puts it off 5 s on the job clock instead of
+/// trying again at once; the jobs list leaves it out instead of failing.
+#[tokio::test]
+async fn a_job_key_of_another_type_is_put_off_and_left_out_of_the_list() {
+    let db = support::redis();
+    let mut conn = db.raw().await;
+    let clock = Arc::new(SimulatedClock::new(at(NOW)));
+    let ins = inspector(&db, &clock, tiny(10)).await;
+    let now_ms = NOW * 1000;
+    let _: () = conn
+        .zadd("asynqdeck:{jobs}:index", "fakejob", now_ms)
+        .await
+        .unwrap();
+    let _: () = conn
+        .hset("asynqdeck:{jobs}:queues", "fakejob", Q)
+        .await
+        .unwrap();
+    let _: () = conn
+        .zadd("asynqdeck:{jobs}:open", "fakejob", 0)
+        .await
+        .unwrap();
+    let _: () = conn
+        .set(format!("asynqdeck:{{{Q}}}:job:fakejob"), "hello")
+        .await
+        .unwrap();
+    let stop = CancellationToken::new();
+    let runner = tokio::spawn(JobRunner::new(ins.clone()).run(stop.clone()));
+    let c = conn.clone();
+    let score = support::eventually(WAIT, move || {
+        let mut c = c.clone();
+        async move {
+            let s: Option<i64> = c.zscore("asynqdeck:{jobs}:open", "fakejob").await.ok()?;
+            s.filter(|s| *s > 0)
+        }
+    })
+    .await;
+    // The simulated clock stands still: due again exactly 5 s after now.
+    assert_eq!(score, Some(now_ms + 5_000));
+    stop.cancel();
+    runner.await.unwrap();
+    assert!(ins.jobs(10).await.unwrap().is_empty());
+}

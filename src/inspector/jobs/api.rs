@@ -229,7 +229,10 @@ impl Inspector {
             match self.job(&id).await {
                 Ok(j) => out.push(j),
                 Err(Error::JobNotFound { .. }) => {}
-                Err(e @ Error::Corrupt { .. }) => {
+                // A job whose keys hold the wrong data (corrupt fields, a
+                // key of another type) is left out; only Redis being
+                // unreachable fails the list.
+                Err(e) if !e.is_redis_unavailable() => {
                     tracing::warn!(job = %id, error = %e, "unreadable job left out");
                 }
                 Err(e) => return Err(e),
