@@ -154,6 +154,26 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Enqueues `tasks` in one pipeline (Go master `BatchEnqueueContext`,
+    /// after v0.26.0): `options` apply over each task's own; unique and
+    /// group tasks are refused before any Redis call; the batch is not
+    /// transactional. Returns one result per task, in order: its
+    /// [`TaskInfo`], or its error ([`Error::TaskIdConflict`] for an id
+    /// that exists: skipped, unlike Go, which reports success).
+    pub async fn enqueue_batch(
+        &self,
+        tasks: &[Task],
+        options: EnqueueOptions,
+    ) -> Vec<Result<TaskInfo>> {
+        let _ = options;
+        tasks
+            .iter()
+            .map(|_| Err(Error::Internal("not yet implemented".into())))
+            .collect()
+    }
+}
+
 fn chrono_duration(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }

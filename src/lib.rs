@@ -57,6 +57,7 @@ pub mod clock;
 pub mod demo;
 pub mod error;
 pub mod inspector;
+pub mod scheduler;
 pub mod server;
 pub mod task;
 pub mod web;

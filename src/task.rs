@@ -124,6 +124,9 @@ pub struct EnqueueOptions {
     pub retention: Option<Duration>,
     /// Group for aggregation (not blank).
     pub group: Option<String>,
+    /// Headers added to the task's own (Go master `Header(k, v)`, after
+    /// v0.26.0); an option header replaces a task header of the same key.
+    pub headers: BTreeMap<String, String>,
 }
 
 impl EnqueueOptions {
@@ -182,6 +185,13 @@ impl EnqueueOptions {
         self
     }
 
+    /// Go master `Header(key, value)`: adds one header to the task at
+    /// enqueue (a later call with the same key wins).
+    pub fn header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(key.into(), value.into());
+        self
+    }
+
     /// `self` with every unset field taken from `defaults` (later options
     /// win, as Go appends enqueue options after the task's).
     pub fn or(self, defaults: &EnqueueOptions) -> EnqueueOptions {
@@ -195,6 +205,11 @@ impl EnqueueOptions {
             task_id: self.task_id.or_else(|| defaults.task_id.clone()),
             retention: self.retention.or(defaults.retention),
             group: self.group.or_else(|| defaults.group.clone()),
+            headers: {
+                let mut h = defaults.headers.clone();
+                h.extend(self.headers);
+                h
+            },
         }
     }
 }

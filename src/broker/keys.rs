@@ -172,6 +172,37 @@ pub fn scheduler_entries_key(scheduler_id: &str) -> String {
     format!("asynq:schedulers:{{{scheduler_id}}}")
 }
 
+/// asynqdeck's own keys for one replica group of schedulers (issue 16,
+/// "one active scheduler among replicas"). Every one carries the hash tag
+/// `{scheduler:<group>}`, so the lease and the tick claims of a group sit in
+/// one slot and one script can touch them together:
+///
+/// - `asynqdeck:{scheduler:<group>}:leader`: STRING, the scheduler id
+///   (`<host>:<pid>:<uuid>`) of the active replica, with a PX expiry (the
+///   lease);
+/// - `asynqdeck:{scheduler:<group>}:replicas`: ZSET, member = scheduler id of
+///   every live replica (active or standby), score = its expiry (unix s);
+/// - `asynqdeck:{scheduler:<group>}:fired`: HASH, field = an entry's config
+///   hash (Go `PeriodicTaskConfig.hash`), value = the last tick claimed for
+///   it (unix ms).
+pub fn scheduler_leader_key(group: &str) -> String {
+    format!("asynqdeck:{{scheduler:{group}}}:leader")
+}
+
+/// See [`scheduler_leader_key`].
+pub fn scheduler_replicas_key(group: &str) -> String {
+    format!("asynqdeck:{{scheduler:{group}}}:replicas")
+}
+
+/// See [`scheduler_leader_key`].
+pub fn scheduler_fired_key(group: &str) -> String {
+    format!("asynqdeck:{{scheduler:{group}}}:fired")
+}
+
+/// `asynqdeck:{scheduler}:groups`: SET of every replica group name in use
+/// (so the dashboard can find the groups without a SCAN).
+pub const SCHEDULER_GROUPS: &str = "asynqdeck:{scheduler}:groups";
+
 /// `asynq:scheduler_history:<entry id>`: ZSET of `SchedulerEnqueueEvent`, score = enqueue time (unix s).
 pub fn scheduler_history_key(entry_id: &str) -> String {
     format!("asynq:scheduler_history:{entry_id}")
