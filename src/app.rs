@@ -41,6 +41,10 @@ pub struct ServeConfig {
     pub engine: Option<MaintenanceConfig>,
     /// Things worth a warning at start (ignored flags).
     pub warnings: Vec<String>,
+    /// The YAML schedule file (`--schedule`, `ASYNQDECK_SCHEDULE`): its
+    /// periodic tasks are enqueued by a [`crate::scheduler::Scheduler`] in
+    /// this process, re-read when the file changes and on SIGHUP.
+    pub schedule: Option<PathBuf>,
 }
 
 /// Why `serve` could not start or stopped with an error.
@@ -157,6 +161,12 @@ pub async fn serve_with(
         let m = Maintenance::new(broker.clone(), c);
         tokio::spawn(m.run(stop.clone()))
     });
+    let schedule = match &config.schedule {
+        Some(path) => {
+            Some(crate::app_schedule::start(broker.clone(), path.clone(), stop.clone()).await?)
+        }
+        None => None,
+    };
     let inspector = Inspector::from_broker(broker);
     // Background bulk jobs (issue 15): queued ones and those a dead
     // dashboard left are run here, engine on or off; not in read-only mode.
@@ -211,6 +221,9 @@ pub async fn serve_with(
     }
     if let Some(jobs) = jobs {
         let _ = jobs.await;
+    }
+    if let Some(manager) = schedule {
+        manager.shutdown().await;
     }
     result
 }

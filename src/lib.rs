@@ -50,6 +50,7 @@
 //! ```
 
 pub mod app;
+mod app_schedule;
 pub mod broker;
 pub mod cli;
 pub mod client;

@@ -27,6 +27,7 @@ mod reliability_recovery;
 mod reliability_review;
 mod reliability_web;
 mod scale_reads;
+mod schedule_file;
 mod scheduler;
 mod sentinel;
 mod server_interop;

@@ -203,6 +203,12 @@ pub struct ServeArgs {
     #[arg(long, env = "PROMETHEUS_ADDR", value_name = "URL")]
     pub prometheus_addr: Option<String>,
 
+    /// YAML schedule file of periodic tasks (`configs:` list of cronspec,
+    /// task_type, payload, options), enqueued by a scheduler in this
+    /// process; re-read when it changes and on SIGHUP.
+    #[arg(long, env = "ASYNQDECK_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<std::path::PathBuf>,
+
     /// Forwarder interval of the embedded engine (tests).
     #[arg(long, hide = true, value_parser = parse_duration)]
     pub forwarder_interval: Option<Duration>,
@@ -415,6 +421,7 @@ impl ServeArgs {
             },
             engine,
             warnings,
+            schedule: self.schedule.clone(),
         })
     }
 }

@@ -111,6 +111,7 @@ pub async fn run(
             ..MaintenanceConfig::default()
         }),
         warnings: Vec::new(),
+        schedule: None,
     };
     println!(
         "demo: workers and producer running; partner outages every {:?} for {:?}; controls at http://{}/demo",
