@@ -68,6 +68,7 @@ mod recovery;
 mod results;
 mod samples;
 mod scan;
+mod scheduler_lease;
 mod scheduler_replicas;
 mod servers;
 mod slot_errors;

@@ -250,6 +250,12 @@ scripts! {
     RECORD_SCHEDULER_ENQUEUE_EVENT => ["record_scheduler_enqueue_event"];
     /// Read and prune a heartbeat registry zset (asynq ListServers/ListWorkers/ListSchedulerEntries).
     LIST_LIVE_MEMBERS => ["list_live_members"];
+    /// Register a scheduler replica and take or renew its group's lease (asynqdeck only).
+    SCHEDULER_LEASE => ["scheduler_lease"];
+    /// A scheduler replica leaves its group, dropping the lease it holds (asynqdeck only).
+    SCHEDULER_RELEASE => ["scheduler_release"];
+    /// The lease holder claims fire ticks, each once per group (asynqdeck only).
+    SCHEDULER_CLAIM_TICKS => ["scheduler_claim_ticks"];
     /// Append a retry/archived size sample to a queue's outage series and trim it (asynqdeck only).
     RECORD_QUEUE_SAMPLE => ["record_queue_sample"];
 }

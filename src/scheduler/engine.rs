@@ -8,6 +8,7 @@
 //! The heartbeat publishes the entries every interval, the first time one
 //! interval after start (as Go), for twice the interval.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,6 +46,15 @@ pub struct SchedulerOpts {
     pub pre_enqueue: Option<PreEnqueueFunc>,
     /// Go `PostEnqueueFunc`.
     pub post_enqueue: Option<PostEnqueueFunc>,
+    /// Beyond Go: schedulers with the same replica group share one Redis
+    /// lease; only its holder fires and publishes entries, and each tick of
+    /// an entry (known by its config hash) is claimed once per group. The
+    /// lease lives 2/3 of the heartbeat interval and is renewed every 1/3,
+    /// so a standby takes over within one heartbeat of the holder's death.
+    /// Ticks due while no replica holds the lease are skipped (as cron
+    /// skips ticks while a scheduler is down). `None` (default): this
+    /// scheduler is always active, as Go's.
+    pub replica_group: Option<String>,
 }
 
 impl Default for SchedulerOpts {
@@ -54,6 +64,7 @@ impl Default for SchedulerOpts {
             location: Tz::UTC,
             pre_enqueue: None,
             post_enqueue: None,
+            replica_group: None,
         }
     }
 }
@@ -77,6 +88,8 @@ pub struct EntrySnapshot {
 
 struct Entry {
     schedule: CronSchedule,
+    /// The config hash that names the entry's ticks in the replica group.
+    hash: String,
     snap: EntrySnapshot,
 }
 
@@ -96,6 +109,8 @@ struct Inner {
     entries: Mutex<Vec<Entry>>,
     state: Mutex<State>,
     changed: Notify,
+    /// Holds the replica group's lease (always true without a group).
+    active: AtomicBool,
     stop: CancellationToken,
     loops: tokio::sync::Mutex<JoinSet<()>>,
 }
@@ -135,6 +150,7 @@ impl Scheduler {
             std::process::id(),
             uuid::Uuid::new_v4()
         );
+        let always_active = opts.replica_group.is_none();
         Scheduler {
             inner: Arc::new(Inner {
                 client: Client::from_broker(broker.clone()),
@@ -144,6 +160,7 @@ impl Scheduler {
                 entries: Mutex::new(Vec::new()),
                 state: Mutex::new(State::New),
                 changed: Notify::new(),
+                active: AtomicBool::new(always_active),
                 stop: CancellationToken::new(),
                 loops: tokio::sync::Mutex::new(JoinSet::new()),
             }),
@@ -165,6 +182,12 @@ impl Scheduler {
     pub fn register(&self, cronspec: &str, task: Task, options: EnqueueOptions) -> Result<String> {
         let schedule = CronSchedule::parse(cronspec, self.inner.opts.location)?;
         let id = uuid::Uuid::new_v4().to_string();
+        let hash = super::manager::PeriodicTaskConfig {
+            cronspec: cronspec.to_string(),
+            task: task.clone(),
+            options: options.clone(),
+        }
+        .hash();
         let running = *self.inner.state.lock().expect("state lock") == State::Active;
         let next = running
             .then(|| schedule.next_after(self.inner.broker.now()))
@@ -175,6 +198,7 @@ impl Scheduler {
             .expect("entries lock")
             .push(Entry {
                 schedule,
+                hash,
                 snap: EntrySnapshot {
                     id: id.clone(),
                     spec: cronspec.to_string(),
@@ -214,6 +238,12 @@ impl Scheduler {
         entries.iter().map(|e| e.snap.clone()).collect()
     }
 
+    /// Whether this scheduler fires now: always without a replica group,
+    /// else while it holds the group's lease.
+    pub fn is_active(&self) -> bool {
+        self.inner.active.load(Ordering::SeqCst)
+    }
+
     /// Starts firing and publishing (Go `Start`): every entry's next time is
     /// computed from now; the first heartbeat is one interval later.
     ///
@@ -241,9 +271,24 @@ impl Scheduler {
             }
         }
         let mut loops = self.inner.loops.lock().await;
+        if let Some(group) = self.inner.opts.replica_group.clone() {
+            lease_once(&self.inner, &group).await;
+            loops.spawn(lease_loop(self.inner.clone(), group));
+        }
         loops.spawn(fire_loop(self.inner.clone()));
         loops.spawn(heartbeat_loop(self.inner.clone()));
         Ok(())
+    }
+
+    /// Stops the loops as a crash would: the lease is not released and the
+    /// entries are not cleared (tests of the replica handover).
+    #[doc(hidden)]
+    pub async fn abandon(&self) {
+        *self.inner.state.lock().expect("state lock") = State::Closed;
+        self.inner.stop.cancel();
+        let mut loops = self.inner.loops.lock().await;
+        while loops.join_next().await.is_some() {}
+        self.inner.active.store(false, Ordering::SeqCst);
     }
 
     /// Stops firing and shuts down (Go `Shutdown`): waits for fires in
@@ -295,7 +340,7 @@ async fn fire_loop(inner: Arc<Inner>) {
             _ = tokio::time::sleep(wait) => {}
         }
         let now = inner.broker.now();
-        let due: Vec<EntrySnapshot> = {
+        let due: Vec<(String, EntrySnapshot)> = {
             let mut entries = inner.entries.lock().expect("entries lock");
             entries
                 .iter_mut()
@@ -303,16 +348,81 @@ async fn fire_loop(inner: Arc<Inner>) {
                 .map(|e| {
                     e.snap.prev = e.snap.next;
                     e.snap.next = e.schedule.next_after(now);
-                    e.snap.clone()
+                    (e.hash.clone(), e.snap.clone())
                 })
                 .collect()
         };
-        for entry in due {
+        for entry in claim(&inner, due).await {
             fires.spawn(fire(inner.clone(), entry));
         }
         while fires.try_join_next().is_some() {}
     }
     while fires.join_next().await.is_some() {}
+}
+
+/// The due entries this scheduler fires: all of them without a replica
+/// group; else none unless it holds the lease, and of those only the ticks
+/// the group has not fired yet (one claim script for all).
+async fn claim(inner: &Inner, due: Vec<(String, EntrySnapshot)>) -> Vec<EntrySnapshot> {
+    let Some(group) = &inner.opts.replica_group else {
+        return due.into_iter().map(|(_, e)| e).collect();
+    };
+    if due.is_empty() || !inner.active.load(Ordering::SeqCst) {
+        return Vec::new();
+    }
+    let ticks: Vec<(String, DateTime<Utc>)> = due
+        .iter()
+        .filter_map(|(h, e)| e.prev.map(|t| (h.clone(), t)))
+        .collect();
+    match inner
+        .broker
+        .scheduler_claim_ticks(group, &inner.id, &ticks)
+        .await
+    {
+        Ok(claimed) => {
+            let mut due: Vec<Option<EntrySnapshot>> =
+                due.into_iter().map(|(_, e)| Some(e)).collect();
+            claimed
+                .into_iter()
+                .filter_map(|i| due.get_mut(i)?.take())
+                .collect()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "scheduler could not claim its ticks; skipped");
+            Vec::new()
+        }
+    }
+}
+
+/// Takes or renews the replica group's lease once.
+async fn lease_once(inner: &Inner, group: &str) {
+    let beat = inner.opts.heartbeat_interval;
+    let held = inner
+        .broker
+        .scheduler_lease(group, &inner.id, beat * 2 / 3, beat * 2)
+        .await;
+    let held = match held {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!(error = %e, "scheduler could not renew its lease");
+            false
+        }
+    };
+    let was = inner.active.swap(held, Ordering::SeqCst);
+    if held != was {
+        tracing::info!(group, active = held, "scheduler replica lease changed");
+    }
+}
+
+/// Renews the lease every third of the heartbeat interval.
+async fn lease_loop(inner: Arc<Inner>, group: String) {
+    loop {
+        tokio::select! {
+            _ = inner.stop.cancelled() => break,
+            _ = tokio::time::sleep(inner.opts.heartbeat_interval / 3) => {}
+        }
+        lease_once(&inner, &group).await;
+    }
 }
 
 /// One fire of one entry (Go `enqueueJob.Run`).
@@ -351,11 +461,27 @@ async fn fire(inner: Arc<Inner>, entry: EntrySnapshot) {
 /// start (Go `runHeartbeater`).
 async fn heartbeat_loop(inner: Arc<Inner>) {
     let interval = inner.opts.heartbeat_interval;
+    let mut published = false;
     loop {
         tokio::select! {
             _ = inner.stop.cancelled() => break,
             _ = tokio::time::sleep(interval) => {}
         }
+        if !inner.active.load(Ordering::SeqCst) {
+            // A standby publishes nothing; one that lost the lease takes
+            // its entries down.
+            if published
+                && inner
+                    .broker
+                    .clear_scheduler_entries(&inner.id)
+                    .await
+                    .is_ok()
+            {
+                published = false;
+            }
+            continue;
+        }
+        published = true;
         let entries: Vec<SchedulerEntry> = {
             let entries = inner.entries.lock().expect("entries lock");
             entries.iter().map(|e| wire_entry(&e.snap)).collect()
