@@ -646,3 +646,35 @@ async fn pages_honour_the_root_path() {
     let (status, _) = http::page(&app, "/servers", false).await.parts();
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// Issue 16 item 3: `/schedulers` shows each replica group with its active
+/// replica first and the standbys, ids escaped; no group, no section.
+#[tokio::test]
+async fn schedulers_page_shows_the_active_replica() {
+    let db = support::redis();
+    let s = setup(&db).await;
+    let (_, html) = http::page(&s.app, "/schedulers", false).await.parts();
+    assert!(!html.contains("Replica groups"));
+    let beat = Duration::from_secs(60);
+    assert!(
+        s.broker
+            .scheduler_lease("reports", "h:1:<b>a</b>", beat, beat)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !s.broker
+            .scheduler_lease("reports", "h:2:b", beat, beat)
+            .await
+            .unwrap()
+    );
+    let (status, html) = http::page(&s.app, "/schedulers", false).await.parts();
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("<h2>Replica groups</h2>"));
+    let active = r#"<tr class="replica active"><td class="mono">reports</td><td class="mono">h:1:&#60;b&#62;a&#60;/b&#62;</td><td><strong>active</strong></td></tr>"#;
+    let standby = r#"<tr class="replica"><td class="mono">reports</td><td class="mono">h:2:b</td><td>standby</td></tr>"#;
+    let (a, b) = (html.find(active), html.find(standby));
+    assert!(a.is_some() && b.is_some(), "{html}");
+    assert!(a < b, "active first");
+    assert_eq!(count(&html, r#"<tr class="replica"#), 2);
+}

@@ -39,6 +39,7 @@ mod left_behind;
 mod memory_cache;
 mod queues;
 mod samples;
+mod scheduler_groups;
 mod servers;
 mod snapshot;
 mod stats;
@@ -59,6 +60,7 @@ pub use samples::{
     FAST_GROWTH_MIN_PERCENT, FAST_GROWTH_MIN_TASKS, FAST_GROWTH_WINDOW, GROWTH_WINDOWS, Growth,
     QueueSample, RetryGrowth, retry_growth,
 };
+pub use scheduler_groups::ReplicaGroup;
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, ServersPage,
     WorkerInfo,

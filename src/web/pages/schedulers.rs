@@ -90,6 +90,8 @@ struct SchedulersList {
     more: bool,
     /// Page sizes to offer.
     sizes: Vec<usize>,
+    /// asynqdeck's scheduler replica groups: which replica is active.
+    groups: Vec<crate::inspector::ReplicaGroup>,
 }
 
 /// One enqueue of an entry.
@@ -158,6 +160,10 @@ async fn view_schedulers_get(
         Ok(e) => e,
         Err(e) => return PageError::from_error(e, root).into_response(),
     };
+    let groups = match state.inspector.scheduler_replica_groups().await {
+        Ok(g) => g,
+        Err(e) => return PageError::from_error(e, root).into_response(),
+    };
     let now = state.inspector.now();
     let skip = (page - 1).saturating_mul(size);
     let shown = listed.entries.len();
@@ -172,6 +178,7 @@ async fn view_schedulers_get(
         last: skip + shown,
         more: skip.saturating_add(size) < listed.total,
         sizes: ENTRIES_PAGE_SIZES.to_vec(),
+        groups,
     };
     if is_htmx(&headers) {
         return list.into_response();
