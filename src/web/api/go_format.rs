@@ -53,42 +53,7 @@ pub(super) fn rfc3339_or_empty(t: Option<DateTime<Utc>>) -> String {
     t.map(|t| rfc3339(Some(t))).unwrap_or_default()
 }
 
-/// Go `time.Duration.String()` (`0s`, `150ms`, `1.5s`, `2m3.45s`, `1h0m0s`).
-pub fn go_duration(d: Duration) -> String {
-    let nanos = d.as_nanos();
-    if nanos == 0 {
-        return "0s".to_string();
-    }
-    // Integer part and fraction digits (trailing zeros trimmed) of
-    // `value / 10^digits`.
-    fn decimal(value: u128, digits: u32) -> String {
-        let scale = 10u128.pow(digits);
-        let (int, frac) = (value / scale, value % scale);
-        if frac == 0 {
-            return int.to_string();
-        }
-        let frac = format!("{frac:0width$}", width = digits as usize);
-        format!("{int}.{}", frac.trim_end_matches('0'))
-    }
-    if nanos < 1_000 {
-        return format!("{nanos}ns");
-    }
-    if nanos < 1_000_000 {
-        return format!("{}µs", decimal(nanos, 3));
-    }
-    if nanos < 1_000_000_000 {
-        return format!("{}ms", decimal(nanos, 6));
-    }
-    let secs_total = nanos / 1_000_000_000;
-    let sub = nanos % 1_000_000_000;
-    let (h, m, s) = (secs_total / 3600, secs_total / 60 % 60, secs_total % 60);
-    let secs = decimal(s * 1_000_000_000 + sub, 9);
-    match (h, m) {
-        (0, 0) => format!("{secs}s"),
-        (0, _) => format!("{m}m{secs}s"),
-        _ => format!("{h}h{m}m{secs}s"),
-    }
-}
+pub use crate::scheduler::go_duration::go_duration;
 
 /// Go `d.Round(m)`: to the nearest multiple of `m`, halves away from zero.
 pub fn go_round(d: Duration, m: Duration) -> Duration {
