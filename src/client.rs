@@ -104,7 +104,12 @@ impl Client {
         let msg = TaskMessage {
             r#type: task.type_name().to_string(),
             payload: task.payload().to_vec(),
-            headers: task.headers().clone(),
+            headers: {
+                // Go master `Header(k, v)`: option headers over the task's.
+                let mut h = task.headers().clone();
+                h.extend(opts.headers.clone());
+                h
+            },
             id,
             queue,
             retry: opts.max_retry.unwrap_or(DEFAULT_MAX_RETRY).max(0),
@@ -151,26 +156,6 @@ impl Client {
         };
         self.broker.enqueue(&msg, &target, unique).await?;
         Ok(TaskInfo::from_message(msg, state, next, None, false))
-    }
-}
-
-impl Client {
-    /// Enqueues `tasks` in one pipeline (Go master `BatchEnqueueContext`,
-    /// after v0.26.0): `options` apply over each task's own; unique and
-    /// group tasks are refused before any Redis call; the batch is not
-    /// transactional. Returns one result per task, in order: its
-    /// [`TaskInfo`], or its error ([`Error::TaskIdConflict`] for an id
-    /// that exists: skipped, unlike Go, which reports success).
-    pub async fn enqueue_batch(
-        &self,
-        tasks: &[Task],
-        options: EnqueueOptions,
-    ) -> Vec<Result<TaskInfo>> {
-        let _ = options;
-        tasks
-            .iter()
-            .map(|_| Err(Error::Internal("not yet implemented".into())))
-            .collect()
     }
 }
 

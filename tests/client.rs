@@ -322,3 +322,35 @@ async fn unreachable_redis_is_a_redis_error() {
         .unwrap_err();
     assert!(err.is_redis_unavailable(), "{err}");
 }
+
+/// Go master's `Header(k, v)` option: option headers are added to the
+/// task's own, and an option header replaces a task header of its key.
+#[tokio::test]
+async fn header_option_adds_and_overrides_task_headers() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    let task = Task::new("h", Vec::new())
+        .with_header("trace", "task")
+        .with_header("tenant", "a");
+    let info = client
+        .enqueue(
+            &task,
+            EnqueueOptions::new()
+                .header("trace", "opt")
+                .header("x", "1"),
+        )
+        .await
+        .unwrap();
+    let want: std::collections::BTreeMap<String, String> = [
+        ("tenant".to_string(), "a".to_string()),
+        ("trace".to_string(), "opt".to_string()),
+        ("x".to_string(), "1".to_string()),
+    ]
+    .into();
+    assert_eq!(info.headers, want);
+    let mut conn = db.raw().await;
+    assert_eq!(
+        msg_of(&mut conn, "default", &info.id).await.headers,
+        want.into_iter().collect()
+    );
+}

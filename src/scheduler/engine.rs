@@ -306,6 +306,17 @@ impl Scheduler {
         self.inner.stop.cancel();
         let mut loops = self.inner.loops.lock().await;
         while loops.join_next().await.is_some() {}
+        if let Some(group) = &self.inner.opts.replica_group {
+            self.inner.active.store(false, Ordering::SeqCst);
+            if let Err(e) = self
+                .inner
+                .broker
+                .scheduler_release(group, &self.inner.id)
+                .await
+            {
+                tracing::warn!(error = %e, "scheduler could not release its lease");
+            }
+        }
         if let Err(e) = self
             .inner
             .broker

@@ -113,7 +113,7 @@ fn go_json_pair(k: &str, v: &str) -> String {
 /// `Timeout(30s)`, `Deadline(Tue Nov 14 22:13:20 UTC 2023)`,
 /// `Unique(1h0m0s)`, `Header(["k","v"])`. Go keeps the order the options
 /// were given in; an [`EnqueueOptions`] has no order, so this fixed one is
-/// used (COMPATIBILITY.md#s1).
+/// used (COMPATIBILITY.md#m1).
 pub fn option_strings(opts: &EnqueueOptions) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(q) = &opts.queue {

@@ -68,8 +68,6 @@ pub use task_error::{
 
 mod ack_replay;
 mod acks;
-#[doc(hidden)]
-pub mod aggregator;
 mod backoff;
 pub mod defaults;
 #[doc(hidden)]
@@ -108,7 +106,6 @@ mod task_context;
 mod ticker;
 mod waker;
 mod worker;
-pub use aggregator::{GroupAggregator, SharedGroupAggregator};
 pub use healthcheck::HealthCheckFunc;
 pub use heartbeat::ServerStatus;
 pub use hooks::{ErrorHandler, IsFailureFunc};
@@ -175,19 +172,6 @@ pub struct Config {
     /// `task_check_interval`), and not while replies take longer than the
     /// spin.
     pub fetch_spin: Option<Duration>,
-    /// How long a group waits for another task before it is aggregated;
-    /// each new task restarts the wait, up to `group_max_delay` (Go
-    /// `GroupGracePeriod`). Default 1 min; at least 1 s.
-    pub group_grace_period: Duration,
-    /// Longest a group waits from its oldest task (Go `GroupMaxDelay`).
-    /// Zero (default): no limit.
-    pub group_max_delay: Duration,
-    /// Most tasks in one aggregated set; a group this big is aggregated at
-    /// once (Go `GroupMaxSize`). Zero (default): no limit.
-    pub group_max_size: usize,
-    /// Aggregates a group's tasks into one (Go `GroupAggregator`). `None`
-    /// (default): no aggregation on this server.
-    pub group_aggregator: Option<SharedGroupAggregator>,
 }
 
 impl Default for Config {
@@ -212,10 +196,6 @@ impl Default for Config {
             health_check_func: None,
             health_check_interval: defaults::DEFAULT_HEALTH_CHECK_INTERVAL,
             fetch_spin: None,
-            group_grace_period: aggregator::DEFAULT_GROUP_GRACE_PERIOD,
-            group_max_delay: Duration::ZERO,
-            group_max_size: 0,
-            group_aggregator: None,
         }
     }
 }
