@@ -4,6 +4,7 @@
 mod support;
 
 mod acl_topology;
+mod aggregator;
 mod cli;
 mod client;
 mod cluster_dashboard;

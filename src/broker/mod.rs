@@ -15,7 +15,8 @@
 //! - the engine and the client: `enqueue.rs` (client writes), `engine.rs`
 //!   (worker-side writes: lease, finish, retry, archive, extend the lease)
 //!   and `engine/maintenance.rs` (forward, recover, janitor, stale
-//!   aggregation sets),
+//!   aggregation sets), `aggregation.rs` (the aggregator's steps: list
+//!   groups, check a group, read and delete a set),
 //!   `waiter.rs` (idle workers' blocking wake-up), `version.rs` (the
 //!   server's version), `slot_errors.rs` (errors saying keys crossed
 //!   slots, counted), `results.rs` (task
@@ -49,6 +50,7 @@ pub mod keys;
 pub mod proto;
 pub(crate) mod scripts;
 
+mod aggregation;
 mod bad_counters;
 mod cluster;
 mod conn;
@@ -82,6 +84,10 @@ mod waiter;
 #[cfg(test)]
 mod test_values;
 
+pub use aggregation::{
+    AGGREGATION_CHUNK, AGGREGATION_SET_MAX, AGGREGATION_SET_TIMEOUT, AggregationSet, GroupRules,
+    SetMember,
+};
 pub use bad_counters::bad_counters;
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, key_slot};
 pub(crate) use conn::{Conn, Target};

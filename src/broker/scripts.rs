@@ -194,6 +194,12 @@ scripts! {
     DELETE_EXPIRED_COMPLETED => ["delete_expired_completed"];
     /// Return stale aggregation sets to their groups (asynq rdb.ReclaimStaleAggregationSets).
     RECLAIM_STALE_AGGREGATION_SETS => ["reclaim_stale_aggregation_sets"];
+    /// Move a ready group's oldest tasks into a new aggregation set (asynq rdb.AggregationCheck).
+    AGGREGATION_CHECK => ["aggregation_check"];
+    /// One chunk of an aggregation set's messages and its deadline (asynq rdb.ReadAggregationSet).
+    READ_AGGREGATION_SET => ["read_aggregation_set"] read_only;
+    /// Delete one chunk of an aggregated set's tasks (asynq rdb.DeleteAggregationSet).
+    DELETE_AGGREGATION_SET => ["delete_aggregation_set"];
     /// One page of a task container with msg, result and score (asynq rdb.listMessages / listZSetEntries).
     LIST_TASKS => ["list_tasks"] read_only;
     /// Read one task with its state and due time (asynq rdb.GetTaskInfo).

@@ -44,7 +44,8 @@
 //! it plans its own next look), `janitor` (expired completed tasks),
 //! `heartbeat` (server and worker state, lease extension), `syncer`
 //! (retries failed writes), `subscriber` (cancellation channel),
-//! `healthcheck`, and for the dashboard's engine (`maintenance`) also
+//! `healthcheck`, `aggregator` (grouped tasks, with a
+//! [`GroupAggregator`]), and for the dashboard's engine (`maintenance`) also
 //! `sampler` and `discovery`. `inflight` is the registry of running tasks
 //! they share; `lease` holds the lease rules and the context errors.
 
@@ -68,6 +69,8 @@ pub use task_error::{
 
 mod ack_replay;
 mod acks;
+#[doc(hidden)]
+pub mod aggregator;
 mod backoff;
 pub mod defaults;
 #[doc(hidden)]
@@ -106,6 +109,7 @@ mod task_context;
 mod ticker;
 mod waker;
 mod worker;
+pub use aggregator::{AggregationReport, GroupAggregator};
 pub use healthcheck::HealthCheckFunc;
 pub use heartbeat::ServerStatus;
 pub use hooks::{ErrorHandler, IsFailureFunc};
@@ -172,6 +176,24 @@ pub struct Config {
     /// `task_check_interval`), and not while replies take longer than the
     /// spin.
     pub fetch_spin: Option<Duration>,
+    /// Aggregates grouped tasks (Go `GroupAggregator`); `None` (default):
+    /// no aggregator runs and grouped tasks wait (for another server's).
+    pub group_aggregator: Option<Arc<dyn GroupAggregator>>,
+    /// A group is aggregated once its newest task waited this long (Go
+    /// `GroupGracePeriod`; whole seconds; under 1 s makes [`Server::run`]
+    /// fail when an aggregator is set). Default 1 min.
+    pub group_grace_period: Duration,
+    /// A group is aggregated once its oldest task waited this long (Go
+    /// `GroupMaxDelay`; whole seconds); zero: no limit (default).
+    pub group_max_delay: Duration,
+    /// A group is aggregated once it holds this many tasks, and one
+    /// aggregate takes at most this many (Go `GroupMaxSize`); 0: no limit
+    /// (default), but at most [`AGGREGATION_SET_MAX`](crate::broker::AGGREGATION_SET_MAX)
+    /// (COMPATIBILITY.md M4).
+    pub group_max_size: usize,
+    /// How often groups are checked. `None` (default): Go's rule, 7 s or
+    /// the grace period when shorter.
+    pub group_check_interval: Option<Duration>,
 }
 
 impl Default for Config {
@@ -196,6 +218,11 @@ impl Default for Config {
             health_check_func: None,
             health_check_interval: defaults::DEFAULT_HEALTH_CHECK_INTERVAL,
             fetch_spin: None,
+            group_aggregator: None,
+            group_grace_period: aggregator::DEFAULT_GROUP_GRACE_PERIOD,
+            group_max_delay: Duration::ZERO,
+            group_max_size: 0,
+            group_check_interval: None,
         }
     }
 }
@@ -208,6 +235,10 @@ impl std::fmt::Debug for Config {
             .field("strict_priority", &self.strict_priority)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("fetch_spin", &self.fetch_spin)
+            .field("group_aggregator", &self.group_aggregator.is_some())
+            .field("group_grace_period", &self.group_grace_period)
+            .field("group_max_delay", &self.group_max_delay)
+            .field("group_max_size", &self.group_max_size)
             .finish_non_exhaustive()
     }
 }
@@ -344,6 +375,21 @@ impl Server {
             .filter(|(q, _)| queues.contains(q))
             .map(|(q, p)| (q.clone(), *p))
             .collect();
+        let aggregator = match &c.group_aggregator {
+            Some(a) => Some(aggregator::Aggregator::new(
+                self.broker.clone(),
+                queues.clone(),
+                crate::broker::GroupRules {
+                    grace_period: c.group_grace_period,
+                    max_delay: c.group_max_delay,
+                    max_size: c.group_max_size,
+                },
+                c.group_check_interval
+                    .unwrap_or_else(|| aggregator::check_interval_for(c.group_grace_period)),
+                a.clone(),
+            )?),
+            None => None,
+        };
         let inflight = Arc::new(inflight::InFlight::default());
         let (sync_tx, sync_rx) = tokio::sync::mpsc::unbounded_channel();
 
@@ -404,6 +450,9 @@ impl Server {
                 .run(rest.clone()),
             ),
         ];
+        if let Some(a) = aggregator {
+            others.push(tokio::spawn(a.run(rest.clone())));
+        }
         if let Some(f) = &c.health_check_func {
             others.push(tokio::spawn(
                 healthcheck::HealthChecker::new(
