@@ -193,6 +193,62 @@ async fn demo_runs(args: &[&str], url: &str, topology: Topology) {
     })
     .await
     .expect("the demo processes tasks of every queue, archives an invalid order, retries");
+    // Issue 16: the workers' aggregator turns the grouped e-mails into
+    // digests (kept as completed in `low`), and the demo's scheduler
+    // publishes its periodic entry and enqueues it.
+    let (digest, entry) = support::eventually(Duration::from_secs(90), || {
+        let inspector = inspector.clone();
+        async move {
+            let page = asynqdeck::inspector::Page::new(1, 200).unwrap();
+            let digest = inspector
+                .list_tasks("low", asynqdeck::TaskState::Completed, page)
+                .await
+                .ok()?
+                .into_iter()
+                .find_map(|r| match r {
+                    asynqdeck::inspector::TaskRow::Task(t)
+                        if t.task_type == "email:digest:send" =>
+                    {
+                        Some(t)
+                    }
+                    _ => None,
+                })?;
+            let entry = inspector
+                .scheduler_entries()
+                .await
+                .ok()?
+                .into_iter()
+                .find(|e| e.task_type == "report:daily" && e.prev_enqueue_at.is_some())?;
+            Some((digest, entry))
+        }
+    })
+    .await
+    .expect("a digest completed in low and the report entry fired");
+    let body: serde_json::Value = serde_json::from_slice(&digest.payload).unwrap();
+    let count = body["count"].as_u64().unwrap();
+    assert!((1..=10).contains(&count), "{body}");
+    assert_eq!(body["items"].as_array().unwrap().len() as u64, count);
+    assert!(
+        body["group"].as_str().unwrap().starts_with("user:"),
+        "{body}"
+    );
+    assert_eq!(digest.queue, "low");
+    assert_eq!(entry.spec, "@every 30s");
+    assert_eq!(entry.payload, br#"{"report":"daily"}"#);
+    assert_eq!(
+        entry.options,
+        ["Queue(\"low\")", "MaxRetry(3)", "Retention(10m0s)"]
+    );
+    let events = inspector
+        .scheduler_enqueue_events(&entry.id, asynqdeck::inspector::Page::default())
+        .await
+        .unwrap();
+    let fired = inspector
+        .get_task_info("low", &events[0].task_id)
+        .await
+        .unwrap();
+    assert_eq!(fired.task_type, "report:daily");
+
     let mut names: Vec<String> = counts.iter().map(|(q, _)| q.clone()).collect();
     names.sort();
     assert_eq!(names, QUEUES);
@@ -212,6 +268,8 @@ async fn demo_runs(args: &[&str], url: &str, topology: Topology) {
         "/redis",
         "/api/redis_info",
         "/demo",
+        "/schedulers",
+        "/queues/low/aggregating",
     ] {
         let reply = request(&demo.addr, "GET", path, &[("Host", &demo.addr)], "").await;
         if reply.status != 200 {

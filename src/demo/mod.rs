@@ -11,7 +11,9 @@
 //! handlers on real work), else starts a private `redis-server` child on a
 //! free port (gone when the demo stops). Within two minutes every tab has rows; a
 //! webhook partner outage every few minutes makes the retry tab grow and the
-//! outage banner fire. Files: `workload.rs` (handlers, policies, producer),
+//! outage banner fire. Grouped `email:digest` tasks are aggregated into
+//! digests by the workers' group aggregator, and a periodic `report:daily`
+//! entry (every 30 s) runs on the demo's scheduler. Files: `workload.rs` (handlers, policies, producer),
 //! `redis_child.rs` (private redis-server), `web.rs` (the `/demo` control page).
 
 mod redis_child;
@@ -89,6 +91,19 @@ pub async fn run(
         let stop = stop.clone();
         server.run_until(workload::mux(partner.clone()), stop.cancelled_owned())
     });
+    // A periodic entry, fired by the demo's own scheduler (`/schedulers`).
+    let scheduler = crate::scheduler::Scheduler::new(
+        broker.clone(),
+        crate::scheduler::SchedulerOpts::default(),
+    );
+    let (spec, task, options) = workload::report_entry();
+    scheduler
+        .register(spec, task, options)
+        .map_err(|e| ServeError::Config(e.to_string()))?;
+    scheduler
+        .start()
+        .await
+        .map_err(|e| ServeError::Config(e.to_string()))?;
     let producer = tokio::spawn(workload::produce(
         Client::from_broker(broker.clone()),
         partner.clone(),
@@ -119,6 +134,7 @@ pub async fn run(
     );
     let result = crate::app::serve_with(config, web::routes(partner), shutdown).await;
     stop.cancel();
+    scheduler.shutdown().await;
     let _ = producer.await;
     match worker.await {
         Ok(Err(e)) => tracing::warn!(%e, "demo workers stopped with an error"),

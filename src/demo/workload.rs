@@ -10,6 +10,8 @@
 //! | `webhook:dedupe` | duplicates return RevokeTask (logged) | S23 |
 //! | `report:render` | panics on a poisoned input; kept 10 min as completed otherwise | S25 |
 //! | `resource:heavy` | "no resource available" is not a failure: retried without counting | S24 |
+//! | `email:digest` | grouped per user (`user:0` .. `user:2`, queue `low`); the server's group aggregator turns each group into one `email:digest:send` (grace 10 s, at most 10 per digest, none waits over 20 s: a digest of each user about every 20 s), kept 10 min as completed | issue 16 |
+//! | `report:daily` | enqueued every 30 s by the demo's periodic scheduler (`/schedulers`), kept 10 min as completed | issue 16 |
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -21,8 +23,8 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::{
-    Backoff, Config, RetryAfter, RetryPolicy, RevokeTask, ServeMux, SkipRetry, TaskContext,
-    TaskError,
+    Backoff, Config, GroupAggregator, RetryAfter, RetryPolicy, RevokeTask, ServeMux, SkipRetry,
+    TaskContext, TaskError,
 };
 use crate::{Client, EnqueueOptions, Task};
 
@@ -149,6 +151,18 @@ pub fn mux(partner: Arc<Partner>) -> ServeMux {
             .context("writing result")?;
         Ok(())
     });
+    mux.handle_fn(DIGEST_TYPE, |_ctx: TaskContext, _t: Task| async move {
+        sleep_ms(50, 300).await;
+        Ok(())
+    });
+    mux.handle_fn(REPORT_TYPE, |ctx: TaskContext, _t: Task| async move {
+        sleep_ms(200, 800).await;
+        ctx.result_writer()
+            .write(br#"{"rows":1200}"#)
+            .await
+            .context("writing result")?;
+        Ok(())
+    });
     mux.handle_fn("resource:heavy", |_ctx: TaskContext, _t: Task| async move {
         sleep_ms(200, 2000).await;
         if rand::rng().random_bool(0.3) {
@@ -188,8 +202,48 @@ pub fn config() -> Config {
             !format!("{err:#}").contains("no resource available")
         }),
         forwarder_interval: Duration::from_secs(2),
+        group_aggregator: Some(digest_aggregator()),
+        group_grace_period: Duration::from_secs(10),
+        group_max_delay: Duration::from_secs(20),
+        group_max_size: 10,
         ..Config::default()
     }
+}
+
+/// The aggregated task type: one e-mail digest per user group.
+pub const DIGEST_TYPE: &str = "email:digest:send";
+/// The periodic task type (`@every 30s`, see [`report_entry`]).
+pub const REPORT_TYPE: &str = "report:daily";
+
+/// Turns a group of `email:digest` tasks into one `email:digest:send`
+/// whose payload lists them: `{"group":"user:1","count":3,"items":[...]}`,
+/// kept 10 min as completed so the completed tab of `low` shows it.
+pub fn digest_aggregator() -> std::sync::Arc<dyn GroupAggregator> {
+    Arc::new(|group: &str, tasks: Vec<Task>| {
+        let items: Vec<serde_json::Value> = tasks
+            .iter()
+            .map(|t| {
+                serde_json::from_slice(t.payload()).unwrap_or_else(|_| {
+                    serde_json::Value::String(String::from_utf8_lossy(t.payload()).into_owned())
+                })
+            })
+            .collect();
+        let body = serde_json::json!({"group": group, "count": tasks.len(), "items": items});
+        Task::new(DIGEST_TYPE, body.to_string())
+            .with_options(EnqueueOptions::new().retention(Duration::from_secs(600)))
+    })
+}
+
+/// The demo's periodic entry: `(cronspec, task, options)`.
+pub fn report_entry() -> (&'static str, Task, EnqueueOptions) {
+    (
+        "@every 30s",
+        Task::new(REPORT_TYPE, br#"{"report":"daily"}"#.to_vec()),
+        EnqueueOptions::new()
+            .queue("low")
+            .max_retry(3)
+            .retention(Duration::from_secs(600)),
+    )
 }
 
 /// Enqueues a steady mix of tasks until `shutdown`, and runs the partner's
@@ -232,8 +286,8 @@ pub async fn produce(
             continue;
         }
         let (task, opts) = next_task(n);
-        // Nothing aggregates groups here (asynqdeck has no aggregator yet),
-        // so grouped tasks would pile up for as long as the demo runs.
+        // The aggregator drains the groups; this only bounds them while
+        // the workers are far behind.
         if task.type_name() == GROUPED_TYPE && aggregating > MAX_AGGREGATING {
             continue;
         }
