@@ -98,8 +98,13 @@ peer_calls!(LocalCluster);
 peer_calls!(SentinelSet);
 
 impl TestDb {
-    /// `--redis 127.0.0.1:<port> --db <db>` (Go `RedisClientOpt`).
+    /// `--redis 127.0.0.1:<port> --db <db>` (Go `RedisClientOpt`); in
+    /// cluster mode the shared cluster's `--cluster-nodes`
+    /// (Go `RedisClusterClientOpt`).
     pub fn peer_globals(&self) -> Vec<String> {
+        if self.cluster {
+            return super::redis::shared_cluster().peer_globals();
+        }
         vec![
             "--redis".into(),
             format!("127.0.0.1:{}", self.port),
