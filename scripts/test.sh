@@ -42,7 +42,7 @@ cargo test --lib --bins --examples --test integration --test browser -- \
   --skip sentinel::failover_under_load_loses_nothing_and_resumes_within_5s
 echo "==> Sentinel failover under load, on its own (tests/sentinel.rs)"
 cargo test --test integration -- --exact sentinel::failover_under_load_loses_nothing_and_resumes_within_5s
-echo "==> cluster pass: client, server, inspector and dashboard suites on a local 3-master Redis Cluster"
+echo "==> cluster pass: client, server, inspector, scheduler and dashboard suites on a local 3-master Redis Cluster"
 # ASYNQDECK_TEST_REDIS=cluster (tests/support/redis.rs): every support::redis()
 # is one shared cluster, FLUSHALLed per test, hence one test at a time. The
 # audit (tests/zz_cluster_audit.rs, #[ignore]d elsewhere) runs last in the same
@@ -71,7 +71,8 @@ cluster_skips=(
 )
 ASYNQDECK_TEST_REDIS=cluster cargo test --test integration -- --test-threads=1 --include-ignored \
   client:: server_smoke:: server_seeds:: engine_broker:: maintenance:: maintenance_scale:: reliability_recovery:: \
-  inspector_queues:: inspector_tasks:: servers:: scale_reads:: jobs:: scheduler_replicas:: \
+  inspector_queues:: inspector_tasks:: servers:: scale_reads:: jobs:: \
+  scheduler:: scheduler_replicas:: scheduler_interop:: schedule_file:: \
   web_api:: web_pages:: web_queues:: web_tasks:: web_jobs:: dashboard_stats:: dashboard_scale:: \
   zz_cluster_audit:: "${cluster_skips[@]}"
 echo "==> chaos suite (tests/chaos; RELIABILITY.md)"
