@@ -26,36 +26,12 @@ use axum::http::{Method, StatusCode};
 use chrono::{DateTime, Datelike, TimeZone, Utc};
 use serde_json::Value;
 
+use crate::support;
 use crate::support::http::Dashboard;
-use crate::support::{self, TestDb};
 
 /// Overall cap of each wait (a loaded 2-CPU machine; the waits end on a
 /// state, usually within a few seconds).
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Runs the Go peer (blocking) off the runtime; panics on a peer error.
-async fn go(db: &TestDb, args: &[&str]) -> Value {
-    let db = db.clone();
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        db.peer_ok(&args)
-    })
-    .await
-    .unwrap()
-}
-
-/// Runs a line-printing Go peer command (`work`) to its end off the runtime.
-async fn go_lines(db: &TestDb, args: &[&str]) -> Vec<Value> {
-    let db = db.clone();
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        db.peer_lines(&args)
-    })
-    .await
-    .unwrap()
-}
 
 fn nanos(t: Option<DateTime<Utc>>) -> i64 {
     t.map(|t| t.timestamp_nanos_opt().unwrap()).unwrap_or(0)
@@ -204,7 +180,7 @@ async fn go_inspector_reads_our_scheduler_entries_and_history() {
         {
             return None;
         }
-        let go_entries = go(&db, &["inspect", "scheduler-entries"]).await;
+        let go_entries = db.peer_ok_async(&["inspect", "scheduler-entries"]).await;
         let after = inspector.scheduler_entries().await.ok()?;
         (before == after).then_some((go_entries, before))
     })
@@ -266,7 +242,9 @@ async fn go_inspector_reads_our_scheduler_entries_and_history() {
         if ids.len() < 2 || recorded != hooked {
             return None;
         }
-        let go_events = go(&db, &["inspect", "scheduler-events", "--entry", &tick]).await;
+        let go_events = db
+            .peer_ok_async(&["inspect", "scheduler-events", "--entry", &tick])
+            .await;
         let after = inspector
             .scheduler_enqueue_events(&tick, Page::new(1, 100).unwrap())
             .await
@@ -282,11 +260,9 @@ async fn go_inspector_reads_our_scheduler_entries_and_history() {
     // Each task as Go's Inspector reads it: the entry's type, payload and
     // options.
     for ev in &ours_events {
-        let t = go(
-            &db,
-            &["inspect", "task", "--queue", "low", "--id", &ev.task_id],
-        )
-        .await;
+        let t = db
+            .peer_ok_async(&["inspect", "task", "--queue", "low", "--id", &ev.task_id])
+            .await;
         assert_eq!(t["type"], "sched:tick");
         assert_eq!(t["payload"], r#"{"n":1}"#);
         assert_eq!(t["queue"], "low");
@@ -297,11 +273,12 @@ async fn go_inspector_reads_our_scheduler_entries_and_history() {
 
     scheduler.shutdown().await;
     assert_eq!(
-        go(&db, &["inspect", "scheduler-entries"]).await,
+        db.peer_ok_async(&["inspect", "scheduler-entries"]).await,
         serde_json::json!([])
     );
     assert_eq!(
-        go(&db, &["inspect", "scheduler-events", "--entry", &tick]).await,
+        db.peer_ok_async(&["inspect", "scheduler-events", "--entry", &tick])
+            .await,
         serde_json::json!([])
     );
 }
@@ -315,66 +292,52 @@ async fn go_inspector_reads_our_scheduler_entries_and_history() {
 #[tokio::test]
 async fn our_inspector_and_api_read_go_scheduler_entries() {
     let db = support::redis();
-    let tick_sched = {
-        let db = db.clone();
-        tokio::task::spawn_blocking(move || {
-            db.peer_spawn(&[
-                "schedule",
-                "--spec",
-                "@every 1s",
-                "--type",
-                "go:tick",
-                "--payload",
-                "p1",
-                "--max-retry",
-                "2",
-                "--queue",
-                "low",
-                "--timeout",
-                "45s",
-                "--for",
-                "2m",
-            ])
-        })
-        .await
-        .unwrap()
-    };
-    let full_sched = {
-        let db = db.clone();
-        tokio::task::spawn_blocking(move || {
-            db.peer_spawn(&[
-                "schedule",
-                "--spec",
-                "@every 1h",
-                "--type",
-                "go:full",
-                "--payload",
-                r#"{"a":1}"#,
-                "--max-retry",
-                "5",
-                "--queue",
-                "reports",
-                "--timeout",
-                "90s",
-                "--deadline",
-                DEADLINE_RFC3339,
-                "--unique",
-                "1h",
-                "--process-in",
-                "2m",
-                "--retention",
-                "24h",
-                "--task-id",
-                "tid",
-                "--group",
-                "grp",
-                "--for",
-                "2m",
-            ])
-        })
-        .await
-        .unwrap()
-    };
+    let tick_sched = db.peer_spawn(&[
+        "schedule",
+        "--spec",
+        "@every 1s",
+        "--type",
+        "go:tick",
+        "--payload",
+        "p1",
+        "--max-retry",
+        "2",
+        "--queue",
+        "low",
+        "--timeout",
+        "45s",
+        "--for",
+        "2m",
+    ]);
+    let full_sched = db.peer_spawn(&[
+        "schedule",
+        "--spec",
+        "@every 1h",
+        "--type",
+        "go:full",
+        "--payload",
+        r#"{"a":1}"#,
+        "--max-retry",
+        "5",
+        "--queue",
+        "reports",
+        "--timeout",
+        "90s",
+        "--deadline",
+        DEADLINE_RFC3339,
+        "--unique",
+        "1h",
+        "--process-in",
+        "2m",
+        "--retention",
+        "24h",
+        "--task-id",
+        "tid",
+        "--group",
+        "grp",
+        "--for",
+        "2m",
+    ]);
     let inspector = Inspector::connect(&db.url()).await.unwrap();
     let dash = Dashboard::new(inspector.clone(), WebConfig::default());
 
@@ -387,7 +350,7 @@ async fn our_inspector_and_api_read_go_scheduler_entries() {
         {
             return None;
         }
-        let go_entries = go(&db, &["inspect", "scheduler-entries"]).await;
+        let go_entries = db.peer_ok_async(&["inspect", "scheduler-entries"]).await;
         let api = dash.api(Method::GET, "/api/scheduler_entries").await;
         assert_eq!(api.status, StatusCode::OK, "{}", api.text());
         let after = inspector.scheduler_entries().await.ok()?;
@@ -460,7 +423,9 @@ async fn our_inspector_and_api_read_go_scheduler_entries() {
         if before.len() < 2 {
             return None;
         }
-        let go_events = go(&db, &["inspect", "scheduler-events", "--entry", &tick.id]).await;
+        let go_events = db
+            .peer_ok_async(&["inspect", "scheduler-events", "--entry", &tick.id])
+            .await;
         let after = inspector
             .scheduler_enqueue_events(&tick.id, Page::new(1, 100).unwrap())
             .await
@@ -533,11 +498,9 @@ async fn go_server_processes_our_scheduled_tasks() {
     let mut ids = fired.lock().unwrap().clone();
     ids.sort();
 
-    let pending = go(
-        &db,
-        &["inspect", "list", "--queue", "sched", "--state", "pending"],
-    )
-    .await;
+    let pending = db
+        .peer_ok_async(&["inspect", "list", "--queue", "sched", "--state", "pending"])
+        .await;
     let mut listed: Vec<String> = pending
         .as_array()
         .unwrap()
@@ -563,9 +526,8 @@ async fn go_server_processes_our_scheduled_tasks() {
 
     let before_work = now_ns();
     let count = ids.len().to_string();
-    let handled = go_lines(
-        &db,
-        &[
+    let handled = db
+        .peer_lines_async(&[
             "work",
             "--queues",
             "sched",
@@ -573,9 +535,8 @@ async fn go_server_processes_our_scheduled_tasks() {
             &count,
             "--max-duration",
             "60s",
-        ],
-    )
-    .await;
+        ])
+        .await;
     let mut handled_ids: Vec<String> = handled
         .iter()
         .map(|l| l["id"].as_str().unwrap().to_string())
