@@ -47,21 +47,18 @@ echo "==> cluster pass: client, server, inspector, scheduler and dashboard suite
 # is one shared cluster, FLUSHALLed per test, hence one test at a time. The
 # audit (tests/zz_cluster_audit.rs, #[ignore]d elsewhere) runs last in the same
 # process: 0 CROSSSLOT, 0 slot errors, every script run in its strict #!lua form.
+# The Go peer of a test's support::redis() dials the cluster too
+# (--cluster-nodes, tests/support/peer.rs).
 # Left out, each because it cannot apply to a cluster (not counted as passes):
 cluster_skips=(
   # uses no Redis (connects to a closed port)
   --skip client::unreachable_redis_is_a_redis_error
   # compares INFO commandstats of a private standalone server
   --skip engine_broker::done_of_a_whole_batch_ends_as_go_done_one_by_one
-  # the Go peer dials one server by --redis/--db (Go on a cluster: its own interop test)
-  --skip web_api::go_made_tasks_match_go_inspector
   # assert one standalone server's INFO (cluster_enabled:0, tcp_port, db<N>); also
   # leaves out redis_info_route_on_a_cluster, which starts its own node (standalone pass)
   --skip web_api::redis_info_route
   --skip web_pages::redis_page_shows_info
-  # runs a Go worker dialing one node by --redis (RedisClientOpt; Go on a
-  # cluster has its own test, cluster_interop)
-  --skip reliability_recovery::r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace
   # kills and restarts a private standalone redis-server
   --skip web_queues::redis_down_then_back
   # a private standalone server (server-wide CLIENT TRACKING, CLIENT LIST; SWAPDB)
