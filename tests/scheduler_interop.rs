@@ -6,7 +6,8 @@
 //! - Go's `Inspector.SchedulerEntries` and `ListSchedulerEnqueueEvents`
 //!   read what our [`Scheduler`] published, field by field;
 //! - our Inspector and `/api/scheduler_entries` read what a Go
-//!   `asynq.Scheduler` published, field by field against Go's Inspector;
+//!   `asynq.Scheduler` published, field by field against Go's Inspector,
+//!   and `/schedulers` lists it;
 //! - a Go server processes the tasks our scheduler enqueued, with their
 //!   type, payload, queue, `MaxRetry` and `Timeout`.
 //!
@@ -412,6 +413,17 @@ async fn our_inspector_and_api_read_go_scheduler_entries() {
         } else {
             assert_eq!(a["prev_enqueue_at"], rfc(&g["prev"]));
         }
+    }
+
+    // The dashboard's page lists both Go entries and links their history.
+    let (status, html) = crate::support::http::page(&dash.app, "/schedulers", false)
+        .await
+        .parts();
+    assert_eq!(status, StatusCode::OK);
+    for e in [tick, full] {
+        assert!(html.contains(&e.task_type), "{} on the page", e.task_type);
+        let events = format!("href=\"/schedulers/{}/events\"", e.id);
+        assert!(html.contains(&events), "{events} on the page");
     }
 
     // The firing entry's history, read by both between two equal reads.
