@@ -30,6 +30,7 @@ mod reliability_web;
 mod scale_reads;
 mod schedule_file;
 mod scheduler;
+mod scheduler_interop;
 mod scheduler_replicas;
 mod sentinel;
 mod server_interop;

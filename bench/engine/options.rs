@@ -37,6 +37,10 @@ pub struct Options {
     pub profile: bool,
     pub quiet_wait: Duration,
     pub engines: Vec<Engine>,
+    /// Scheduler entries (0: no scheduler run).
+    pub schedule_entries: usize,
+    /// Seconds each engine's scheduler runs.
+    pub schedule_secs: u64,
 }
 
 impl Options {
@@ -51,6 +55,8 @@ impl Options {
             "--quiet-wait",
             "--no-script-costs",
             "--only-ours",
+            "--schedule-entries",
+            "--schedule-secs",
         ];
         for a in args.iter().filter(|a| a.starts_with("--")) {
             if !known.contains(&a.as_str()) {
@@ -72,6 +78,8 @@ impl Options {
             profile: args.iter().any(|a| a == "--profile"),
             script_costs: !args.iter().any(|a| a == "--no-script-costs"),
             quiet_wait: Duration::from_secs(parse_flag(args, "--quiet-wait", 60)?),
+            schedule_entries: parse_flag(args, "--schedule-entries", 1000)?,
+            schedule_secs: parse_flag(args, "--schedule-secs", 30)?,
             engines: if args.iter().any(|a| a == "--only-ours") {
                 vec![Engine::Ours]
             } else {
