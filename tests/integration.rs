@@ -5,6 +5,7 @@ mod support;
 
 mod acl_topology;
 mod aggregator;
+mod audit;
 mod cli;
 mod client;
 mod cluster_dashboard;

@@ -16,7 +16,8 @@
 //!   (worker-side writes: lease, finish, retry, archive, extend the lease)
 //!   and `engine/maintenance.rs` (forward, recover, janitor, stale
 //!   aggregation sets), `aggregation.rs` (the aggregator's steps: list
-//!   groups, check a group, read and delete a set),
+//!   groups, check a group, read and delete a set), `audit.rs` (the
+//!   dashboard's audit log stream),
 //!   `waiter.rs` (idle workers' blocking wake-up), `version.rs` (the
 //!   server's version), `slot_errors.rs` (errors saying keys crossed
 //!   slots, counted), `results.rs` (task
@@ -51,6 +52,7 @@ pub mod proto;
 pub(crate) mod scripts;
 
 mod aggregation;
+mod audit;
 mod bad_counters;
 mod cluster;
 mod conn;
@@ -88,6 +90,7 @@ pub use aggregation::{
     AGGREGATION_CHUNK, AGGREGATION_SET_MAX, AGGREGATION_SET_TIMEOUT, AggregationSet, GroupRules,
     SetMember,
 };
+pub use audit::StoredAuditEntry;
 pub use bad_counters::bad_counters;
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, key_slot};
 pub(crate) use conn::{Conn, Target};

@@ -31,6 +31,7 @@
 //! re-exported here.
 
 mod actions;
+mod audit;
 mod cluster;
 pub mod errgroups;
 mod info;
@@ -50,6 +51,7 @@ pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
 pub use crate::broker::{BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
+pub use audit::{AUDIT_PAGE_MAX, AuditEntry, AuditFilter, AuditPage};
 pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;
 pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, SentinelStatus, parse_info};
