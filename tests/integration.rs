@@ -6,6 +6,7 @@ mod support;
 mod acl_topology;
 mod cli;
 mod client;
+mod client_batch;
 mod cluster_dashboard;
 mod cluster_interop;
 mod cluster_queue_names;
