@@ -41,5 +41,6 @@ mod web_api;
 mod web_jobs;
 mod web_pages;
 mod web_queues;
+mod web_run_now;
 mod web_tasks;
 mod zz_cluster_audit;

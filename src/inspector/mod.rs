@@ -38,6 +38,7 @@ pub mod jobs;
 mod left_behind;
 mod memory_cache;
 mod queues;
+mod run_entry;
 mod samples;
 mod scheduler_groups;
 mod servers;
