@@ -5,6 +5,7 @@
 //! cargo run --release --example bench -- [--tasks N] [--concurrency 10,100]
 //!     [--pickup-tasks 200] [--pickup-interval-ms 20] [--archive-ops 20000]
 //!     [--profile] [--quiet-wait 60] [--no-script-costs] [--only-ours]
+//!     [--batch-enqueue N]
 //! ```
 //!
 //! What it does (results go to stdout as Markdown, progress to stderr):
@@ -26,6 +27,11 @@
 //!    20,000 × (enqueue, dequeue, `Broker::archive`); client µs per archive
 //!    call and Redis CPU per iteration; a second pass with SLOWLOG on gives
 //!    the Redis execution time of each script.
+//! 5. Batch enqueue (`--batch-enqueue N`, off by default): N pending tasks
+//!    by Go's `Client.Enqueue`, our `Client::enqueue` and our
+//!    `Client::enqueue_batch`; tasks/s and Redis µs per task. Alone:
+//!    `-- --tasks 0 --pickup-tasks 0 --archive-ops 0 --no-script-costs
+//!    --batch-enqueue 100000`.
 //!
 //! Before each measured step the bench waits (up to `--quiet-wait` s,
 //! default 60) for a second in which other processes use < 10 % of a CPU,
@@ -42,7 +48,7 @@
 //! `sampling.rs` (CPU, RSS and quiet-machine waits), `redis_stats.rs`
 //! (INFO and SLOWLOG snapshots), `worker.rs` (the hidden worker mode), one
 //! file per measurement (`throughput.rs`, `pickup.rs`, `script_costs.rs`,
-//! `archive.rs`), each with its part of the report, and `report.rs`
+//! `archive.rs`, `batch_enqueue.rs`), each with its part of the report, and `report.rs`
 //! (shared report helpers).
 //!
 //! Hidden mode: `bench worker --redis URL --concurrency C --count N`. For
@@ -53,6 +59,7 @@
 //! on a current-thread runtime instead of a multi-thread one.
 
 mod archive;
+mod batch_enqueue;
 mod harness;
 mod options;
 mod pickup;
@@ -164,6 +171,12 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
         None
     };
 
+    let batches = if opts.batch_enqueue > 0 {
+        batch_enqueue::run(&mut env, opts.batch_enqueue).await?
+    } else {
+        Vec::new()
+    };
+
     // ---- Markdown ----
     println!(
         "Machine: {cpus} CPUs, Redis {version}; {} tasks per run; whole bench took {:.0} s.\n",
@@ -179,6 +192,9 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     }
     if let Some(a) = archive {
         archive::print(&a);
+    }
+    if !batches.is_empty() {
+        batch_enqueue::print(&batches);
     }
     Ok(())
 }
