@@ -277,3 +277,38 @@ async fn many_chunks_keep_order_and_load_missing_scripts() {
     let empty = client.enqueue_batch(&[]).await.unwrap();
     assert!(empty.is_empty());
 }
+
+/// An error reply to one task's script (its queue's pending key holds a
+/// string) is that task's `Error::Redis`; the tasks of another queue in
+/// the same batch are written.
+#[tokio::test]
+async fn an_error_reply_fails_only_its_task() {
+    let Clocked {
+        client, mut conn, ..
+    } = clocked(now()).await;
+    let () = conn
+        .set(keys::pending_key("broken"), "not a list")
+        .await
+        .unwrap();
+    let t = Task::new("t", b"p".to_vec());
+    let batch = vec![
+        (t.clone(), EnqueueOptions::new().task_id("a")),
+        (
+            t.clone(),
+            EnqueueOptions::new().queue("broken").task_id("b"),
+        ),
+        (t, EnqueueOptions::new().task_id("c")),
+    ];
+    let results = client.enqueue_batch(&batch).await.unwrap();
+    assert_eq!(results[0].as_ref().unwrap().id, "a");
+    match &results[1] {
+        Err(Error::Redis(e)) => assert_eq!(e.code(), Some("WRONGTYPE"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(results[2].as_ref().unwrap().id, "c");
+    let pending: Vec<String> = conn
+        .lrange(keys::pending_key("default"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(pending, ["c", "a"]);
+}

@@ -122,6 +122,8 @@ impl Broker {
                         let replies = match earlier {
                             Some(e) => Err(e),
                             None => self.send_chunk(chunk).await.inspect_err(|e| {
+                                // Counted once, not once per task.
+                                super::note_slot_error(e);
                                 let mut first = first_failure.lock().expect("not poisoned");
                                 first.get_or_insert_with(|| e.clone());
                             }),
@@ -201,7 +203,8 @@ fn outcome(reply: &Value) -> Result<()> {
     match reply {
         Value::Int(1) => Ok(()),
         Value::Int(0) => Err(Error::TaskIdConflict),
-        Value::ServerError(e) => Err(Error::Redis(e.clone().into())),
+        // Through `From`, so that an error saying keys crossed slots is counted.
+        Value::ServerError(e) => Err(redis::RedisError::from(e.clone()).into()),
         other => Err(Error::Internal(format!("enqueue script replied {other:?}"))),
     }
 }
