@@ -17,6 +17,7 @@ mod engine_broker;
 mod inspector_queues;
 mod inspector_tasks;
 mod interop;
+mod interop_issue16;
 mod jobs;
 mod maintenance;
 mod maintenance_scale;

@@ -146,36 +146,6 @@ async fn rust_enqueue_with_each_option_reads_identically_in_go() {
     }
 }
 
-/// Tasks written by `Client::enqueue_batch` (pending and scheduled, several
-/// options) are read by Go's Inspector with every field equal to ours.
-#[tokio::test]
-async fn rust_batch_enqueue_reads_identically_in_go() {
-    let (db, client, _inspector) = setup().await;
-    let task = Task::new("payment:charge", br#"{"amount":5}"#.to_vec()).with_header("trace", "abc");
-    let batch = vec![
-        (task.clone(), EnqueueOptions::new().max_retry(5)),
-        (
-            task.clone(),
-            EnqueueOptions::new()
-                .queue("critical")
-                .timeout(Duration::from_secs(42))
-                .retention(Duration::from_secs(7200)),
-        ),
-        (
-            task.clone(),
-            EnqueueOptions::new().process_in(Duration::from_secs(3600)),
-        ),
-        (task, EnqueueOptions::new().task_id("batch-custom-1")),
-    ];
-    let results = client.enqueue_batch(&batch).await.unwrap();
-    assert_eq!(results.len(), 4);
-    for result in results {
-        let ours = result.unwrap();
-        let go = db.peer_ok(&["inspect", "task", "--queue", &ours.queue, "--id", &ours.id]);
-        assert_same(&go, &ours);
-    }
-}
-
 /// Check 4: Go's worker processes a task we enqueued, with payload and
 /// headers intact and retry count / max retry from our message (S26).
 #[tokio::test]
