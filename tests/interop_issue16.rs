@@ -6,17 +6,9 @@
 
 use std::time::Duration;
 
-use asynqdeck::{Client, EnqueueOptions, Inspector, Task};
+use asynqdeck::{EnqueueOptions, Task};
 
-use crate::interop::assert_same;
-use crate::support::{self, TestDb};
-
-async fn setup() -> (TestDb, Client, Inspector) {
-    let db = support::redis();
-    let client = Client::connect(&db.url()).await.unwrap();
-    let inspector = Inspector::connect(&db.url()).await.unwrap();
-    (db, client, inspector)
-}
+use crate::interop::{assert_same, first_scheduler_entry, go_report_scheduler, setup};
 
 /// Tasks written by `Client::enqueue_batch` (pending and scheduled, several
 /// options) are read by Go's Inspector with every field equal to ours.
@@ -55,32 +47,8 @@ async fn rust_batch_enqueue_reads_identically_in_go() {
 #[tokio::test]
 async fn run_now_on_a_go_scheduler_entry_reads_in_go() {
     let (db, _client, inspector) = setup().await;
-    let _sched = db.peer_spawn(&[
-        "schedule",
-        "--spec",
-        "@every 1h",
-        "--type",
-        "cron:report",
-        "--payload",
-        "weekly",
-        "--max-retry",
-        "3",
-        "--queue",
-        "reports",
-        "--timeout",
-        "1m",
-        "--for",
-        "30s",
-    ]);
-    let entry = support::eventually(Duration::from_secs(10), || {
-        let inspector = inspector.clone();
-        async move {
-            let entries = inspector.scheduler_entries().await.ok()?;
-            entries.into_iter().next()
-        }
-    })
-    .await
-    .expect("Go scheduler entry listed");
+    let _sched = go_report_scheduler(&db);
+    let entry = first_scheduler_entry(&inspector).await;
     let ours = inspector.run_scheduler_entry(&entry.id).await.unwrap();
     assert_eq!(
         (
