@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -64,14 +63,13 @@ func cmdBenchEnqueue(conn asynq.RedisConnOpt, args []string) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	userMs, sysMs := cpuMs()
 	out, err := json.Marshal(benchEnqueueJSON{
 		Count:     int64(*count) - errs.Load(),
 		Errors:    errs.Load(),
 		ElapsedNs: elapsed.Nanoseconds(),
-		CPUUserMs: ru.Utime.Sec*1000 + int64(ru.Utime.Usec)/1000,
-		CPUSysMs:  ru.Stime.Sec*1000 + int64(ru.Stime.Usec)/1000,
+		CPUUserMs: userMs,
+		CPUSysMs:  sysMs,
 	})
 	if err != nil {
 		return err
