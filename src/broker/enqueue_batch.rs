@@ -133,7 +133,10 @@ impl Broker {
                                 call.at,
                                 match &replies {
                                     Err(e) => Err(Error::Redis(e.clone())),
-                                    Ok(r) => outcome(&r[i]),
+                                    Ok(r) => r.get(i).map_or_else(
+                                        || Err(Error::Internal("pipeline reply missing".into())),
+                                        outcome,
+                                    ),
                                 },
                             ));
                         }
