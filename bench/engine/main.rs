@@ -6,6 +6,7 @@
 //!     [--pickup-tasks 200] [--pickup-interval-ms 20] [--archive-ops 20000]
 //!     [--profile] [--quiet-wait 60] [--no-script-costs] [--only-ours]
 //!     [--schedule-entries 1000] [--schedule-secs 30]
+//!     [--batch-enqueue N]
 //! ```
 //!
 //! What it does (results go to stdout as Markdown, progress to stderr):
@@ -33,6 +34,11 @@
 //!    `schedule` mode); drift of each fire past its tick's second, fires
 //!    against entries × ticks, Redis calls, µs and CPU per tick
 //!    (`schedule.rs`). `--schedule-entries 0` skips it.
+//! 6. Batch enqueue (`--batch-enqueue N`, off by default): N pending tasks
+//!    by Go's `Client.Enqueue`, our `Client::enqueue` and our
+//!    `Client::enqueue_batch`; tasks/s and Redis µs per task. Alone:
+//!    `-- --tasks 0 --pickup-tasks 0 --archive-ops 0 --no-script-costs
+//!    --batch-enqueue 100000`.
 //!
 //! Before each measured step the bench waits (up to `--quiet-wait` s,
 //! default 60) for a second in which other processes use < 10 % of a CPU,
@@ -49,7 +55,7 @@
 //! `sampling.rs` (CPU, RSS and quiet-machine waits), `redis_stats.rs`
 //! (INFO and SLOWLOG snapshots), `worker.rs` (the hidden worker mode), one
 //! file per measurement (`throughput.rs`, `pickup.rs`, `script_costs.rs`,
-//! `archive.rs`, `schedule.rs`), each with its part of the report, and `report.rs`
+//! `archive.rs`, `schedule.rs`, `batch_enqueue.rs`), each with its part of the report, and `report.rs`
 //! (shared report helpers).
 //!
 //! Hidden modes: `bench schedule --redis URL --entries N --for SECS`
@@ -61,6 +67,7 @@
 //! on a current-thread runtime instead of a multi-thread one.
 
 mod archive;
+mod batch_enqueue;
 mod harness;
 mod options;
 mod pickup;
@@ -194,6 +201,11 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
             );
         }
     }
+    let batches = if opts.batch_enqueue > 0 {
+        batch_enqueue::run(&mut env, opts.batch_enqueue).await?
+    } else {
+        Vec::new()
+    };
 
     // ---- Markdown ----
     println!(
@@ -213,6 +225,9 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     }
     if !schedules.is_empty() {
         schedule::print(&schedules, opts.schedule_entries, opts.schedule_secs);
+    }
+    if !batches.is_empty() {
+        batch_enqueue::print(&batches);
     }
     Ok(())
 }

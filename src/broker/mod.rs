@@ -12,7 +12,8 @@
 //! - connection and names: `conn/` (connection options: URL,
 //!   credentials, TLS, cluster nodes, sentinels), `keys.rs` (every key name), `proto.rs` (protobuf
 //!   messages), `scripts.rs` (the Lua scripts, `scripts/*.lua`);
-//! - the engine and the client: `enqueue.rs` (client writes), `engine.rs`
+//! - the engine and the client: `enqueue.rs` (client writes),
+//!   `enqueue_batch.rs` (client batch writes, pipelined), `engine.rs`
 //!   (worker-side writes: lease, finish, retry, archive, extend the lease)
 //!   and `engine/maintenance.rs` (forward, recover, janitor, stale
 //!   aggregation sets), `aggregation.rs` (the aggregator's steps: list
@@ -60,6 +61,7 @@ mod discovery;
 mod due;
 mod engine;
 mod enqueue;
+mod enqueue_batch;
 mod info;
 mod jobs;
 mod jobs_chunks;
@@ -108,6 +110,7 @@ pub use engine::{
     RECOVER_BATCH, STATS_TTL,
 };
 pub use enqueue::EnqueueTarget;
+pub use enqueue_batch::BATCH_CHUNK;
 pub(crate) use jobs::{Claim, StoredJob};
 pub use jobs::{
     JOBS_INDEX_KEY, JOBS_OPEN_KEY, JOBS_QUEUES_KEY, job_failed_key, job_key, job_skipped_key,

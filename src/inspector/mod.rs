@@ -17,7 +17,8 @@
 //! dashboard's snapshot of every queue: reading it, adding growth and
 //! memory),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
-//! (servers with their workers, scheduler entries and events), `info.rs`
+//! (servers with their workers, scheduler entries and events),
+//! `run_entry.rs` (a scheduler entry's "Run now"), `info.rs`
 //! (Redis `INFO` and cluster facts, every node of a Cluster), `cluster.rs`
 //! (a queue's hash slot and nodes, Go `ClusterKeySlot`/`ClusterNodes`),
 //! `left_behind.rs` (left-behind task
@@ -39,6 +40,7 @@ pub mod jobs;
 mod left_behind;
 mod memory_cache;
 mod queues;
+mod run_entry;
 mod samples;
 mod scheduler_groups;
 mod servers;

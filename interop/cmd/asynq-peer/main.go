@@ -42,6 +42,8 @@ commands:
   bench-schedule
              run an asynq.Scheduler with N entries on "@every 1s" for the
              benchmark and print one JSON summary line (bench_schedule.go)
+  bench-enqueue enqueue N tasks with asynq.Client for the benchmark and
+             print one JSON summary line (see bench_enqueue.go)
   latency    enqueue at a fixed rate with asynq.Client for a while and print
              p50/p99/max enqueue latency and errors (see latency.go)
 `
@@ -85,6 +87,8 @@ func run(args []string) int {
 		err = cmdBenchWork(conn, cmdArgs)
 	case "bench-schedule":
 		err = cmdBenchSchedule(conn, cmdArgs)
+	case "bench-enqueue":
+		err = cmdBenchEnqueue(conn, cmdArgs)
 	case "latency":
 		err = cmdLatency(conn, cmdArgs)
 	default:
