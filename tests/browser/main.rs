@@ -22,6 +22,7 @@ mod support;
 mod harness;
 
 mod actions;
+mod audit;
 mod console;
 mod jobs;
 mod links;
