@@ -42,6 +42,7 @@ mod server_smoke;
 mod servers;
 mod topology;
 mod web_api;
+mod web_enqueue;
 mod web_jobs;
 mod web_pages;
 mod web_queues;

@@ -234,7 +234,7 @@ scripts! {
     JOB_CHUNK => ["lib/release_lock", "lib/trim_archive", "lib/job_progress", "job_chunk"];
     /// One chunk of a filtered or cancel job: act on picked ids, re-checked, progress in the same call (issue 15).
     JOB_APPLY => ["lib/release_lock", "lib/trim_archive", "lib/remove_from_container", "lib/job_progress", "job_apply"];
-    /// Replace a scheduled task's msg, compare-and-set (asynq rdb.UpdateTaskPayload).
+    /// Replace a task's msg, compare-and-set (asynq rdb.UpdateTaskPayload; also the dashboard's payload edit).
     UPDATE_TASK_PAYLOAD => ["update_task_payload"];
     /// Counts of one queue for QueueInfo (asynq rdb.CurrentStats).
     QUEUE_STATS => ["lib/group_total", "lib/queue_counts", "queue_stats"] read_only;

@@ -285,14 +285,60 @@ impl Broker {
         id: &str,
         payload: &[u8],
     ) -> Result<(TaskMessage, Option<i64>, Option<Vec<u8>>)> {
+        let (msg, _, score, result) = self
+            .replace_payload(queue, id, payload, &["scheduled"], || {
+                Error::FailedPrecondition(
+                    "cannot update task that is not in scheduled state.".into(),
+                )
+            })
+            .await?;
+        Ok((msg, score, result))
+    }
+
+    /// Replaces the payload of a pending, scheduled, retry or archived task
+    /// (the dashboard's payload edit, issue 17; beyond Go, which edits only
+    /// scheduled tasks: COMPATIBILITY.md N4), as [`Broker::update_task_payload`]
+    /// does. Returns the new message, the state and the score (whole unix
+    /// seconds; `None` for pending) and the hash's `result`.
+    ///
+    /// Errors: as [`Broker::update_task_payload`], the precondition being
+    /// `cannot edit the payload of a task in state <state>: only pending,
+    /// scheduled, retry and archived tasks can be edited`.
+    pub(crate) async fn edit_task_payload(
+        &self,
+        queue: &str,
+        id: &str,
+        payload: &[u8],
+    ) -> Result<(TaskMessage, String, Option<i64>, Option<Vec<u8>>)> {
+        self.replace_payload(
+            queue,
+            id,
+            payload,
+            &["pending", "scheduled", "retry", "archived"],
+            || {
+                Error::FailedPrecondition(
+                    "cannot edit the payload of a task in this state: only pending, scheduled, retry and archived tasks can be edited".into(),
+                )
+            },
+        )
+        .await
+    }
+
+    /// The read, compare-and-set loop of both payload changes: the task
+    /// must be in one of `editable` states (else `refused()`).
+    async fn replace_payload(
+        &self,
+        queue: &str,
+        id: &str,
+        payload: &[u8],
+        editable: &[&str],
+        refused: impl Fn() -> Error,
+    ) -> Result<(TaskMessage, String, Option<i64>, Option<Vec<u8>>)> {
         // Compare-and-set with retries; Go overwrites concurrent changes.
         // asynq divergence: COMPATIBILITY.md#t7
         const ATTEMPTS: usize = 5;
         ensure_queue(self, queue).await?;
         let task_key = keys::task_key(queue, id);
-        let not_scheduled = || {
-            Error::FailedPrecondition("cannot update task that is not in scheduled state.".into())
-        };
         let not_found = || Error::TaskNotFound {
             queue: queue.to_string(),
             id: id.to_string(),
@@ -307,33 +353,39 @@ impl Broker {
                     .arg("result")
                     .query_async(&mut conn)
                     .await?;
-            match (&old, state.as_deref()) {
+            let state = match (&old, state) {
                 (None, None) => return Err(not_found()),
-                (_, Some("scheduled")) => {}
-                _ => return Err(not_scheduled()),
-            }
+                (_, Some(s)) if editable.contains(&s.as_str()) => s,
+                _ => return Err(refused()),
+            };
             let old = old.ok_or_else(|| Error::Corrupt {
                 key: format!("{task_key} msg"),
                 reason: "the task hash has no msg".to_string(),
             })?;
             let mut wire = decode_task(&task_key, &old)?;
             wire.msg.payload = payload.to_vec();
+            let container = match state.as_str() {
+                "pending" => keys::pending_key(queue),
+                "scheduled" => keys::scheduled_key(queue),
+                "retry" => keys::retry_key(queue),
+                _ => keys::archived_key(queue),
+            };
             let (code, score): (i64, Option<Vec<u8>>) = scripts::UPDATE_TASK_PAYLOAD
                 .key(&task_key)
-                .key(keys::scheduled_key(queue))
+                .key(container)
                 .arg(wire.encode())
                 .arg(&old[..])
                 .arg(id)
+                .arg(&state)
                 .invoke_async(&mut conn)
                 .await?;
             match code {
                 1 => {
                     let score = score.as_deref().and_then(score_of);
-                    return Ok((wire.msg, score, result.filter(|r| !r.is_empty())));
+                    return Ok((wire.msg, state, score, result.filter(|r| !r.is_empty())));
                 }
                 0 => return Err(not_found()),
-                -1 => return Err(not_scheduled()),
-                -2 => continue, // msg changed since it was read: read again
+                -1 | -2 => continue, // state or msg changed since it was read: read again
                 other => {
                     return Err(Error::Internal(format!(
                         "update_task_payload script replied {other}"

@@ -21,7 +21,7 @@ use super::actions::{TaskAction, allowed_for_container};
 use crate::broker::Page;
 use crate::broker::proto::TaskMessage;
 use crate::error::{Error, Result};
-use crate::task::{TaskInfo, TaskState};
+use crate::task::{EnqueueOptions, Task, TaskInfo, TaskState};
 
 /// One row of a task listing.
 // Nearly every row is a `Task`; boxing it would cost an allocation per row.
@@ -389,5 +389,46 @@ impl Inspector {
             result,
             false,
         ))
+    }
+
+    /// Replaces the payload of a pending, scheduled, retry or archived task
+    /// and returns the updated task (the dashboard's payload edit, issue 17;
+    /// Go edits only scheduled tasks: COMPATIBILITY.md N4). Every other msg
+    /// field is kept (Retried, LastErr, unknown fields); the task stays
+    /// where it is; `unique_key` and the lock are not recomputed.
+    ///
+    /// Errors: [`Error::InvalidQueueName`], [`Error::QueueNotFound`],
+    /// [`Error::TaskNotFound`], [`Error::FailedPrecondition`] for an active,
+    /// aggregating or completed task, [`Error::Corrupt`] when msg does not
+    /// decode, [`Error::Redis`].
+    pub async fn edit_task_payload(
+        &self,
+        queue: &str,
+        id: &str,
+        payload: Vec<u8>,
+    ) -> Result<TaskInfo> {
+        self.broker.check_queue_name(queue)?;
+        let (msg, state, score, result) =
+            self.broker.edit_task_payload(queue, id, &payload).await?;
+        let state: TaskState = state
+            .parse()
+            .map_err(|_| Error::Internal(format!("unexpected state {state}")))?;
+        let next = match state {
+            TaskState::Pending => Some(self.broker.now()),
+            _ if state == TaskState::Scheduled || state == TaskState::Retry => {
+                score.and_then(|s| DateTime::from_timestamp(s, 0))
+            }
+            _ => None,
+        };
+        Ok(TaskInfo::from_message(msg, state, next, result, false))
+    }
+
+    /// Enqueues `task` with `options`, as [`Client::enqueue`](crate::Client::enqueue)
+    /// does (the dashboard's enqueue form, issue 17). Errors: as
+    /// `Client::enqueue`.
+    pub async fn enqueue(&self, task: &Task, options: EnqueueOptions) -> Result<TaskInfo> {
+        crate::Client::from_broker(self.broker.clone())
+            .enqueue(task, options)
+            .await
     }
 }

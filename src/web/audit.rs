@@ -42,6 +42,11 @@ const MAX_ERROR_TEXT: usize = 300;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AuditCount(pub u64);
 
+/// Why a mutating action was refused, in words, when its answer's body is
+/// not (a form shown again): the audit entry's result carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditError(pub String);
+
 /// Peers whose [`WebConfig::auth_header`](super::WebConfig::auth_header)
 /// is believed: addresses and CIDR prefixes (`10.0.0.0/8`, `::1`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -172,6 +177,8 @@ pub fn describe(method: &Method, path: &str) -> (String, String, String) {
         Some(v) => v,
         None if *method == Method::DELETE => "delete".to_string(),
         None if queue.is_empty() && segs == ["jobs"] => "create_job".to_string(),
+        // A top-level action (`/enqueue`): the segment is the verb.
+        None if queue.is_empty() && segs.len() == 1 => segs.pop().unwrap_or_default(),
         None if !(segs.is_empty() || queue.is_empty() && segs.len() == 1) => {
             segs.pop().unwrap_or_default()
         }
@@ -209,8 +216,14 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         .get::<AuditCount>()
         .map(|c| c.0)
         .or(single.then_some(1));
+    let noted = response
+        .extensions()
+        .get::<AuditError>()
+        .map(|e| e.0.clone());
     let (response, result) = if status.is_success() || status.is_redirection() {
         (response, "ok".to_string())
+    } else if let Some(text) = noted {
+        (response, format!("error: {} {text}", status.as_u16()))
     } else {
         let (parts, body) = response.into_parts();
         let bytes = axum::body::to_bytes(body, 64 * 1024)
@@ -309,6 +322,15 @@ mod tests {
             t("delete", "q", "archived_tasks/id1")
         );
         assert_eq!(d(Method::POST, "/api/jobs"), t("create_job", "", "jobs"));
+        assert_eq!(d(Method::POST, "/enqueue"), t("enqueue", "", ""));
+        assert_eq!(
+            d(Method::POST, "/queues/q/tasks/t1/edit"),
+            t("edit", "q", "tasks/t1")
+        );
+        assert_eq!(
+            d(Method::POST, "/schedulers/e1/run"),
+            t("run", "", "schedulers/e1")
+        );
     }
 
     #[test]

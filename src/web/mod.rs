@@ -16,7 +16,7 @@
 
 mod api;
 mod assets;
-mod audit;
+pub(crate) mod audit;
 mod chart;
 mod error;
 pub mod format;

@@ -5,6 +5,8 @@
 //! (`HX-Request`), so every view has a real URL.
 
 mod audit;
+mod enqueue;
+mod enqueue_form;
 mod history;
 pub(crate) mod jobs;
 mod left_behind;
@@ -34,7 +36,7 @@ pub struct Layout {
     pub poll_secs: u64,
     /// Page title.
     pub title: String,
-    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`, `audit`.
+    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`, `audit`, `enqueue`.
     pub nav: &'static str,
 }
 
@@ -93,6 +95,7 @@ pub fn routes() -> Router<AppState> {
         .merge(left_behind::routes())
         .merge(jobs::routes())
         .merge(audit::routes())
+        .merge(enqueue::routes())
         .fallback(not_found)
 }
 

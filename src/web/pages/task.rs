@@ -202,6 +202,10 @@ struct TaskFields {
     left_behind: bool,
     task: Option<TaskView>,
     ops: Vec<OpView>,
+    /// "Clone" (the enqueue form prefilled from this task).
+    clone_url: String,
+    /// "Edit payload", for pending, scheduled, retry and archived tasks.
+    edit_url: Option<String>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -237,6 +241,12 @@ async fn task_fields(state: &AppState, queue: &str, id: &str) -> Result<TaskFiel
         left_behind: false,
         task: None,
         ops: Vec::new(),
+        clone_url: format!(
+            "{root}/enqueue?clone_queue={}&clone_id={}",
+            urls::encode(queue),
+            urls::encode(id)
+        ),
+        edit_url: None,
     };
     match state.inspector.get_task_info(queue, id).await {
         Ok(t) => {
@@ -254,6 +264,17 @@ async fn task_fields(state: &AppState, queue: &str, id: &str) -> Result<TaskFiel
                 Op::for_state(t.state)
             };
             fields.ops = op_views(&ops, "this task", false);
+            if !fields.left_behind
+                && matches!(
+                    t.state,
+                    TaskState::Pending
+                        | TaskState::Scheduled
+                        | TaskState::Retry
+                        | TaskState::Archived
+                )
+            {
+                fields.edit_url = Some(format!("{}/edit", fields.task_url));
+            }
             fields.task = Some(TaskView::of(&t, state.inspector.now()));
         }
         // An undecodable msg, or a state field no version knows.
