@@ -5,6 +5,7 @@ mod support;
 
 mod acl_topology;
 mod aggregator;
+mod archive_export;
 mod cli;
 mod client;
 mod cluster_dashboard;

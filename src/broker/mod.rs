@@ -58,6 +58,7 @@ mod discovery;
 mod due;
 mod engine;
 mod enqueue;
+mod export;
 mod info;
 mod jobs;
 mod jobs_chunks;

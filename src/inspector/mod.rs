@@ -33,6 +33,7 @@
 mod actions;
 mod cluster;
 pub mod errgroups;
+mod export;
 mod info;
 pub mod jobs;
 mod left_behind;
@@ -52,6 +53,7 @@ pub use crate::broker::{BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudg
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
 pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;
+pub use export::{EXPORT_CHUNK, ExportRequest};
 pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, SentinelStatus, parse_info};
 pub use left_behind::SweepBudget;
 pub use memory_cache::{CachedMemory, MEMORY_CACHE_TTL};
