@@ -283,3 +283,88 @@ async fn whole_tabs_of_many_chunks() {
         .await;
     assert_eq!(chunks, [500, 500, 500, 500, 500, 100, 0]);
 }
+
+const BIN: &str = env!("CARGO_BIN_EXE_asynqdeck");
+
+/// Runs `asynqdeck export` with `args` against `db`: exit code, stdout, stderr.
+async fn cli(db: &TestDb, args: &[&str]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(BIN)
+        .arg("export")
+        .arg("--redis-url")
+        .arg(db.url())
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `asynqdeck export` prints the dashboard's bytes (NDJSON and CSV, with
+/// `--since` and `--type`), writes `--output`, and fails with exit codes 1
+/// (unknown queue) and 2 (bad flags).
+#[tokio::test]
+async fn cli_prints_the_same() {
+    let db = support::redis();
+    let mut s = setup(&db).await;
+    seed_three(&mut s.raw).await;
+    let (code, out, err) = cli(
+        &db,
+        &["--queue", "q", "--state", "archived", "--format", "ndjson"],
+    )
+    .await;
+    assert_eq!((code, err.as_str()), (0, ""), "{err}");
+    assert_eq!(out, format!("{BIN_LINE}\n{HDR_LINE}\n{}\n", bad_line()));
+    let web = http::get(&s.dash.app, "/queues/q/archived/export?format=csv").await;
+    let (code, out, _) = cli(&db, &["--queue", "q", "--format", "csv"]).await;
+    assert_eq!((code, out), (0, web.body));
+    let (_, out, _) = cli(
+        &db,
+        &[
+            "--queue",
+            "q",
+            "--since",
+            "2026-03-10T11:56:40Z",
+            "--type",
+            "email:send",
+        ],
+    )
+    .await;
+    assert_eq!(out, format!("{HDR_LINE}\n{}\n", bad_line()));
+    let dir = std::env::temp_dir().join(format!("asynqdeck-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("retry.ndjson");
+    let (code, out, _) = cli(
+        &db,
+        &[
+            "--queue",
+            "q",
+            "--state",
+            "retry",
+            "--output",
+            file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, ""));
+    let web = http::get(&s.dash.app, "/queues/q/retry/export").await;
+    // The retry row's next_process_at is its score, not a clock reading.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), web.body);
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let (code, _, err) = cli(&db, &["--queue", "nope"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("nope"), "{err}");
+    let (code, _, err) = cli(&db, &["--queue", "q", "--format", "xml"]).await;
+    assert_eq!(code, 2);
+    assert_eq!(err, "error: --format \"xml\": use ndjson or csv\n");
+    let (code, _, _) = cli(
+        &db,
+        &["--queue", "q", "--state", "pending", "--since", "1h"],
+    )
+    .await;
+    assert_eq!(code, 1);
+}

@@ -8,8 +8,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::tasks::{Container, ListedTask};
 use super::Broker;
+use super::tasks::{Container, ListedTask};
 use crate::error::{Error, Result};
 use crate::task::TaskState;
 
