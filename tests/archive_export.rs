@@ -368,3 +368,145 @@ async fn cli_prints_the_same() {
     .await;
     assert_eq!(code, 1);
 }
+
+/// A fresh directory for an exporter's files.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("asynqdeck-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Every line of every `.ndjson.gz` file in `dir` (files by name, gzip
+/// members in order).
+fn exported_lines(dir: &std::path::Path) -> Vec<String> {
+    use std::io::Read;
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    names.sort();
+    let mut lines = Vec::new();
+    for path in names {
+        assert!(path.to_string_lossy().ends_with(".ndjson.gz"), "{path:?}");
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        lines.extend(text.lines().map(str::to_string));
+    }
+    lines
+}
+
+/// One pass writes the archived tasks (exact lines, the corrupt one an
+/// error line) into `archive-q-<hour>.ndjson.gz`; the next pass writes
+/// nothing again; a task archived later, or scored a little below the
+/// cursor (within the look-back), is written once more.
+#[tokio::test]
+async fn exporter_passes_write_each_task_once() {
+    use asynqdeck::server::{ArchiveExportConfig, ArchiveExporter};
+    let db = support::redis();
+    let mut s = setup(&db).await;
+    seed_three(&mut s.raw).await;
+    let broker = Broker::connect(&db.url())
+        .await
+        .unwrap()
+        .with_clock(Arc::new(SimulatedClock::new(now())));
+    let dir = temp_dir("exporter-passes");
+    let exporter = ArchiveExporter::new(broker, ArchiveExportConfig::new(&dir));
+    assert_eq!(exporter.export_queue("q").await.unwrap(), 3);
+    let file = dir.join("archive-q-20260310T12Z.ndjson.gz");
+    assert!(file.exists(), "{file:?}");
+    assert_eq!(
+        exported_lines(&dir),
+        [BIN_LINE.to_string(), HDR_LINE.to_string(), bad_line()]
+    );
+    assert_eq!(exporter.export_queue("q").await.unwrap(), 0);
+    // Archived later, and archived "late" (score 30 s under the cursor).
+    let later = seed::msg("q", "later", "t", b"x");
+    seed::message(&mut s.raw, &later, "archived", t(-50)).await;
+    let late = seed::msg("q", "late", "t", b"y");
+    seed::message(&mut s.raw, &late, "archived", t(-80)).await;
+    assert_eq!(exporter.export_queue("q").await.unwrap(), 2);
+    assert_eq!(exporter.export_queue("q").await.unwrap(), 0);
+    let ids: Vec<String> = exported_lines(&dir)
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["bin", "hdr", "bad", "late", "later"]);
+    // The cursor keeps the ids scored within the look-back (60 s) of its
+    // highest score (later, t-50), with a TTL.
+    let mut raw = db.raw().await;
+    let cursor: Vec<String> = redis::cmd("ZRANGE")
+        .arg("asynqdeck:{q}:export_cursor")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(cursor, ["bad", "late", "later"]);
+    let ttl: i64 = redis::cmd("TTL")
+        .arg("asynqdeck:{q}:export_cursor")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(ttl > 99 * 86_400, "{ttl}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The engine with `archive_export` set exports what is archived while it
+/// runs (2,600 tasks, more than one chunk, then 5 more), each task once.
+#[tokio::test]
+async fn engine_exports_newly_archived_tasks() {
+    use asynqdeck::server::{ArchiveExportConfig, Maintenance, MaintenanceConfig};
+    use std::time::Duration;
+    let db = support::redis();
+    let mut raw = db.raw().await;
+    seed_many(&mut raw, "eng", 2_600).await;
+    let dir = temp_dir("engine-export");
+    let mut export = ArchiveExportConfig::new(&dir);
+    export.interval = Duration::from_millis(100);
+    let config = MaintenanceConfig {
+        forwarder_interval: Duration::from_millis(200),
+        register_server: false,
+        sample_interval: None,
+        discovery_interval: None,
+        archive_export: Some(export),
+        ..MaintenanceConfig::default()
+    };
+    let broker = Broker::connect(&db.url()).await.unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let run = tokio::spawn(Maintenance::new(broker, config).run(shutdown.clone()));
+    let count = |n: usize| {
+        let dir = dir.clone();
+        async move { (exported_lines(&dir).len() >= n).then_some(()) }
+    };
+    support::eventually(Duration::from_secs(60), || count(2_600))
+        .await
+        .expect("the archive exported");
+    for i in 0..5 {
+        let m = seed::msg("eng", &format!("n{i}"), "t", b"new");
+        seed::message(&mut raw, &m, "archived", t(i)).await;
+    }
+    support::eventually(Duration::from_secs(60), || count(2_605))
+        .await
+        .expect("the new tasks exported");
+    shutdown.cancel();
+    run.await.unwrap();
+    let ids: Vec<String> = exported_lines(&dir)
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut want: Vec<String> = (0..2_600).map(|i| format!("a{i:05}")).collect();
+    want.extend((0..5).map(|i| format!("n{i}")));
+    assert_eq!(ids, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

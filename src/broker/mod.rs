@@ -59,6 +59,7 @@ mod due;
 mod engine;
 mod enqueue;
 mod export;
+mod export_cursor;
 mod info;
 mod jobs;
 mod jobs_chunks;
@@ -106,6 +107,7 @@ pub use engine::{
     RECOVER_BATCH, STATS_TTL,
 };
 pub use enqueue::EnqueueTarget;
+pub use export_cursor::{EXPORT_CURSOR_TTL_SECS, export_cursor_key};
 pub(crate) use jobs::{Claim, StoredJob};
 pub use jobs::{
     JOBS_INDEX_KEY, JOBS_OPEN_KEY, JOBS_QUEUES_KEY, job_failed_key, job_key, job_skipped_key,
