@@ -23,6 +23,7 @@ mod harness;
 
 mod actions;
 mod console;
+mod export;
 mod jobs;
 mod links;
 mod live_hold;
