@@ -6,6 +6,7 @@ mod support;
 mod acl_topology;
 mod aggregator;
 mod archive_export;
+mod archive_export_serve;
 mod cli;
 mod client;
 mod cluster_dashboard;
