@@ -484,3 +484,83 @@ async fn engine_exports_newly_archived_tasks() {
     assert_eq!(ids, want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Archives whose size does not change are still exported: at Go's cap
+/// (9,999 tasks, where each archive trims the oldest) each interval, and
+/// below it (one archived, another deleted, in one transaction) by the
+/// periodic snapshot.
+#[tokio::test]
+async fn engine_exports_archives_whose_size_stays_put() {
+    use asynqdeck::server::{ArchiveExportConfig, Maintenance, MaintenanceConfig};
+    use std::time::Duration;
+    let db = support::redis();
+    let mut raw = db.raw().await;
+    seed_many(&mut raw, "full", 9_999).await;
+    let small = seed::msg("small", "s0", "t", b"x");
+    seed::message(&mut raw, &small, "archived", t(-10)).await;
+    let dir = temp_dir("engine-size-put");
+    let mut export = ArchiveExportConfig::new(&dir);
+    export.interval = Duration::from_millis(100);
+    export.snapshot_interval = Duration::from_millis(500);
+    let config = MaintenanceConfig {
+        forwarder_interval: Duration::from_millis(200),
+        register_server: false,
+        sample_interval: None,
+        discovery_interval: None,
+        archive_export: Some(export),
+        ..MaintenanceConfig::default()
+    };
+    let broker = Broker::connect(&db.url()).await.unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let run = tokio::spawn(Maintenance::new(broker, config).run(shutdown.clone()));
+    let count = |n: usize| {
+        let dir = dir.clone();
+        async move { (exported_lines(&dir).len() >= n).then_some(()) }
+    };
+    support::eventually(Duration::from_secs(60), || count(10_000))
+        .await
+        .expect("both archives exported");
+    // Go's archive at the cap: the new task in, the oldest trimmed, at once.
+    for (q, new, old) in [("full", "f-new", "a00000"), ("small", "s1", "s0")] {
+        let m = seed::msg(q, new, "t", b"new");
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("HSET")
+            .arg(keys::task_key(q, new))
+            .arg("msg")
+            .arg(m.encode_to_vec())
+            .arg("state")
+            .arg("archived")
+            .ignore()
+            .cmd("ZADD")
+            .arg(keys::archived_key(q))
+            .arg(t(0))
+            .arg(new)
+            .ignore()
+            .cmd("ZREM")
+            .arg(keys::archived_key(q))
+            .arg(old)
+            .ignore();
+        let () = pipe.query_async(&mut raw).await.unwrap();
+    }
+    support::eventually(Duration::from_secs(60), || count(10_002))
+        .await
+        .expect("the swapped-in tasks exported");
+    shutdown.cancel();
+    run.await.unwrap();
+    let mut ids: Vec<String> = exported_lines(&dir)
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    ids.sort();
+    let mut want: Vec<String> = (0..9_999).map(|i| format!("a{i:05}")).collect();
+    want.extend(["f-new".to_string(), "s0".to_string(), "s1".to_string()]);
+    want.sort();
+    assert_eq!(ids, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

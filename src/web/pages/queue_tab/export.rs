@@ -28,8 +28,13 @@ use crate::web::error::PageError;
 /// (default `ndjson`) and `since`.
 #[derive(Debug, Default, Deserialize)]
 pub struct ExportQuery {
+    /// `ndjson` (default) or `csv`.
     pub format: Option<String>,
+    /// Only tasks whose zset score is at least this time
+    /// ([`parse_since`] forms).
     pub since: Option<String>,
+    /// The tab's own parameters (`group`, `type`, `id`, `q`, `err`; the
+    /// page and size are ignored).
     #[serde(flatten)]
     pub view: ViewQuery,
 }
