@@ -11,7 +11,7 @@
 //! scores; its highest score is how far the export got. A pass over a
 //! queue reads the archive from the first task scored at least
 //! `top − lookback` (one `ZCOUNT`, then chunks of
-//! [`EXPORT_CHUNK`](crate::inspector::EXPORT_CHUNK) by rank), skips the
+//! [`EXPORT_CHUNK`] by rank), skips the
 //! ids the cursor holds, appends the others to the file, then records
 //! them. The look-back covers tasks archived late in score order (another
 //! process's clock a little behind, a chunk written between two reads).
