@@ -178,3 +178,43 @@ async fn aggregating_tab_exports_a_group() {
     .await;
     assert_eq!(ids(r.body), ["g2"]);
 }
+
+/// A read that fails after the download started (the archived key is not
+/// a sorted set) ends the body with one error line or row, status 200
+/// already sent, never a 5xx or a panic.
+#[tokio::test]
+async fn a_failed_read_ends_with_an_error_line() {
+    let db = support::redis();
+    let mut raw = db.raw().await;
+    let _: () = redis::cmd("SADD")
+        .arg(asynqdeck::broker::keys::ALL_QUEUES)
+        .arg("w")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(asynqdeck::broker::keys::archived_key("w"))
+        .arg("not a zset")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let insp = asynqdeck::Inspector::connect(&db.url()).await.unwrap();
+    let dash = http::Dashboard::new(insp, Default::default());
+    let r = http::get(&dash.app, "/queues/w/archived/export").await;
+    assert_eq!(r.status, axum::http::StatusCode::OK);
+    let line: serde_json::Value = serde_json::from_str(r.body.trim_end()).unwrap();
+    let error = line["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("export stopped: ") && error.contains("WRONGTYPE"),
+        "{error}"
+    );
+    assert_eq!(r.body.lines().count(), 1);
+    let r = http::get(&dash.app, "/queues/w/archived/export?format=csv").await;
+    let rows: Vec<&str> = r.body.split("\r\n").collect();
+    assert_eq!(rows.len(), 3, "{:?}", r.body);
+    assert!(
+        rows[1].starts_with(",,,,,,,,,,,,,,,,,,,,,\"export stopped: "),
+        "{}",
+        rows[1]
+    );
+}
