@@ -2,7 +2,7 @@
 //! and its variable reach the engine's settings (ignored, with a warning,
 //! under `--no-engine`), and the real binary writes the tasks archived
 //! while it runs into its directory; plus the aggregating tab's export of
-//! a named group.
+//! a named group, and a read failing mid-download.
 
 use std::time::Duration;
 
