@@ -14,6 +14,7 @@ pub const EXPORT_CURSOR_TTL_SECS: i64 = 100 * 86_400;
 /// (unix s). Its highest score is how far the export got; members older
 /// than the exporter's look-back are pruned. TTL
 /// [`EXPORT_CURSOR_TTL_SECS`], refreshed on every write. Not an asynq key.
+// asynqdeck addition: COMPATIBILITY.md#n1
 pub fn export_cursor_key(queue: &str) -> String {
     format!("asynqdeck:{{{queue}}}:export_cursor")
 }

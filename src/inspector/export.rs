@@ -73,6 +73,7 @@ impl Inspector {
     /// Errors (before any chunk): [`Error::InvalidQueueName`],
     /// [`Error::QueueNotFound`], [`Error::InvalidArgument`] for `since` on
     /// pending or active, [`Error::Redis`].
+    // asynqdeck addition: COMPATIBILITY.md#n1
     pub async fn export_tasks(
         &self,
         req: ExportRequest,

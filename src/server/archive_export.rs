@@ -171,6 +171,7 @@ impl ArchiveExporter {
     ///
     /// Errors: [`Error::Redis`]; [`Error::Internal`] when a file cannot be
     /// written (the tasks of that chunk are written again next time).
+    // asynqdeck addition: COMPATIBILITY.md#n1
     pub async fn export_queue(&self, queue: &str) -> Result<usize> {
         let lookback = i64::try_from(self.config.lookback.as_secs()).unwrap_or(i64::MAX / 2);
         let top = self.broker.export_cursor_top(queue).await?;
