@@ -42,39 +42,35 @@ cargo test --lib --bins --examples --test integration --test browser -- \
   --skip sentinel::failover_under_load_loses_nothing_and_resumes_within_5s
 echo "==> Sentinel failover under load, on its own (tests/sentinel.rs)"
 cargo test --test integration -- --exact sentinel::failover_under_load_loses_nothing_and_resumes_within_5s
-echo "==> cluster pass: client, server, inspector and dashboard suites on a local 3-master Redis Cluster"
+echo "==> cluster pass: client, server, inspector, scheduler and dashboard suites on a local 3-master Redis Cluster"
 # ASYNQDECK_TEST_REDIS=cluster (tests/support/redis.rs): every support::redis()
 # is one shared cluster, FLUSHALLed per test, hence one test at a time. The
 # audit (tests/zz_cluster_audit.rs, #[ignore]d elsewhere) runs last in the same
 # process: 0 CROSSSLOT, 0 slot errors, every script run in its strict #!lua form.
+# The Go peer of a test's support::redis() dials the cluster too
+# (--cluster-nodes, tests/support/peer.rs).
 # Left out, each because it cannot apply to a cluster (not counted as passes):
 cluster_skips=(
   # uses no Redis (connects to a closed port)
   --skip client::unreachable_redis_is_a_redis_error
   # compares INFO commandstats of a private standalone server
   --skip engine_broker::done_of_a_whole_batch_ends_as_go_done_one_by_one
-  # the Go peer dials one server by --redis/--db (Go on a cluster: its own interop test)
-  --skip web_api::go_made_tasks_match_go_inspector
   # assert one standalone server's INFO (cluster_enabled:0, tcp_port, db<N>); also
   # leaves out redis_info_route_on_a_cluster, which starts its own node (standalone pass)
   --skip web_api::redis_info_route
   --skip web_pages::redis_page_shows_info
-  # runs a Go worker dialing one node by --redis (RedisClientOpt; Go on a
-  # cluster has its own test, cluster_interop)
-  --skip reliability_recovery::r8_killed_worker_tasks_come_back_within_5s_of_lease_and_grace
   # kills and restarts a private standalone redis-server
   --skip web_queues::redis_down_then_back
   # a private standalone server (server-wide CLIENT TRACKING, CLIENT LIST; SWAPDB)
   --skip dashboard_stats::tracked_hints_
   # reads INFO commandstats of a private standalone server
   --skip dashboard_scale::over_budget_numbers_age_and_redis_stays_flat
-  # the Go peer dials one server by --redis (its enqueue gets MOVED on a cluster)
-  --skip aggregator::aggregation_is_shared_with_go_both_ways
 )
 ASYNQDECK_TEST_REDIS=cluster cargo test --test integration -- --test-threads=1 --include-ignored \
-  client:: server_smoke:: server_seeds:: engine_broker:: maintenance:: maintenance_scale:: reliability_recovery:: \
-  inspector_queues:: inspector_tasks:: servers:: scale_reads:: jobs:: scheduler_replicas:: aggregator:: \
-  web_api:: web_pages:: web_queues:: web_tasks:: web_jobs:: dashboard_stats:: dashboard_scale:: archive_export:: \
+  client:: client_batch:: server_smoke:: server_seeds:: engine_broker:: maintenance:: maintenance_scale:: reliability_recovery:: \
+  inspector_queues:: inspector_tasks:: servers:: scale_reads:: jobs:: aggregator:: \
+  scheduler:: scheduler_replicas:: scheduler_interop:: schedule_file:: \
+  web_api:: web_pages:: web_queues:: web_run_now:: web_tasks:: web_jobs:: dashboard_stats:: dashboard_scale:: archive_export:: \
   zz_cluster_audit:: "${cluster_skips[@]}"
 echo "==> chaos suite (tests/chaos; RELIABILITY.md)"
 cargo test --test chaos

@@ -190,9 +190,14 @@ pub async fn serve_with(
     let http = tokio::spawn({
         let http_stop = http_stop.clone();
         async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(http_stop.cancelled_owned())
-                .await
+            // The peer address feeds the trusted-proxy check of the audit
+            // layer (`--trusted-proxies`).
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .with_graceful_shutdown(http_stop.cancelled_owned())
+            .await
         }
     });
     tokio::pin!(http);

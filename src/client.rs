@@ -3,6 +3,10 @@
 //! The client writes a task once, with its retry ceiling (`MaxRetry`, default
 //! 25) baked in; workers keep the count (S1–S3).
 
+mod batch;
+
+pub use batch::BatchResult;
+
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -62,6 +66,17 @@ impl Client {
     /// [`Error::EmptyGroup`], [`Error::TaskIdConflict`],
     /// [`Error::DuplicateTask`], [`Error::Redis`].
     pub async fn enqueue(&self, task: &Task, options: EnqueueOptions) -> Result<TaskInfo> {
+        let new = self.prepare(task, options)?;
+        let unique = new.unique.as_ref().map(|(key, ttl)| (key.as_str(), *ttl));
+        self.broker.enqueue(&new.msg, &new.target, unique).await?;
+        Ok(new.into_info())
+    }
+
+    /// Validates `task` under `options` and builds what the broker writes:
+    /// the one place where an enqueue's message, target and lock are
+    /// decided (single and batch enqueue). Errors as [`Client::enqueue`]
+    /// before Redis is reached.
+    fn prepare(&self, task: &Task, options: EnqueueOptions) -> Result<NewTask> {
         if task.type_name().trim().is_empty() {
             return Err(Error::EmptyTaskType);
         }
@@ -141,7 +156,7 @@ impl Client {
         } else {
             (EnqueueTarget::Pending, TaskState::Pending, Some(now))
         };
-        let unique = match (&unique_key, opts.unique) {
+        let unique = match (unique_key, opts.unique) {
             (Some(key), Some(ttl)) => {
                 let ttl = match target {
                     // The lock outlives the schedule (Go ScheduleUnique).
@@ -150,12 +165,34 @@ impl Client {
                     }
                     _ => ttl,
                 };
-                Some((key.as_str(), ttl.as_secs()))
+                Some((key, ttl.as_secs()))
             }
             _ => None,
         };
-        self.broker.enqueue(&msg, &target, unique).await?;
-        Ok(TaskInfo::from_message(msg, state, next, None, false))
+        Ok(NewTask {
+            msg,
+            target,
+            state,
+            next,
+            unique,
+        })
+    }
+}
+
+/// One validated enqueue, ready for the broker ([`Client::prepare`]).
+struct NewTask {
+    msg: TaskMessage,
+    target: EnqueueTarget,
+    state: TaskState,
+    next: Option<DateTime<Utc>>,
+    /// Lock key and TTL in whole seconds, for a unique task.
+    unique: Option<(String, u64)>,
+}
+
+impl NewTask {
+    /// The [`TaskInfo`] of the task once written.
+    fn into_info(self) -> TaskInfo {
+        TaskInfo::from_message(self.msg, self.state, self.next, None, false)
     }
 }
 

@@ -50,6 +50,13 @@ pub enum Error {
         /// The id asked for.
         id: String,
     },
+    /// No published scheduler entry with this id (no running scheduler
+    /// lists it; asynqdeck only: the dashboard's "Run now").
+    #[error("scheduler entry not found: no running scheduler has an entry with id={id}")]
+    SchedulerEntryNotFound {
+        /// The entry id asked for.
+        id: String,
+    },
     /// Deleting a queue that still holds tasks without `force` (Go `ErrQueueNotEmpty`).
     #[error("queue is not empty: queue {queue:?} is not empty")]
     QueueNotEmpty {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use asynqdeck::inspector::{Page, TaskRow};
+use asynqdeck::inspector::{Page, SchedulerEntry, TaskRow};
 use asynqdeck::{Client, EnqueueOptions, Inspector, Task, TaskInfo, TaskState};
 use serde_json::Value;
 
@@ -57,7 +57,7 @@ pub(crate) fn assert_same(go: &Value, ours: &TaskInfo) {
     );
 }
 
-async fn setup() -> (TestDb, Client, Inspector) {
+pub(crate) async fn setup() -> (TestDb, Client, Inspector) {
     let db = support::redis();
     let client = Client::connect(&db.url()).await.unwrap();
     let inspector = Inspector::connect(&db.url()).await.unwrap();
@@ -713,36 +713,8 @@ async fn go_scheduler_entries_and_events() {
 #[tokio::test]
 async fn running_go_scheduler_is_listed() {
     let (db, _client, inspector) = setup().await;
-    let _sched = db.peer_spawn(&[
-        "schedule",
-        "--spec",
-        "@every 1h",
-        "--type",
-        "cron:report",
-        "--payload",
-        "weekly",
-        "--max-retry",
-        "3",
-        "--queue",
-        "reports",
-        "--timeout",
-        "1m",
-        "--for",
-        "30s",
-    ]);
-    let entries = support::eventually(Duration::from_secs(10), || {
-        let inspector = inspector.clone();
-        async move {
-            inspector
-                .scheduler_entries()
-                .await
-                .ok()
-                .filter(|e| !e.is_empty())
-        }
-    })
-    .await
-    .expect("scheduler entry listed");
-    let e = &entries[0];
+    let _sched = go_report_scheduler(&db);
+    let e = &first_scheduler_entry(&inspector).await;
     assert_eq!(
         (e.spec.as_str(), e.task_type.as_str(), e.payload.as_slice()),
         ("@every 1h", "cron:report", &b"weekly"[..])
@@ -761,6 +733,39 @@ async fn running_go_scheduler_is_listed() {
     let go = db.peer_ok(&["inspect", "scheduler-entries"]);
     assert_eq!(go[0]["id"], e.id);
     assert_eq!(go[0]["prev_is_zero"], true);
+}
+
+/// A Go scheduler (the peer's `schedule`, for 30 s) with one entry:
+/// `@every 1h`, type `cron:report`, payload `weekly`, MaxRetry(3),
+/// Queue("reports"), Timeout(1m); killed when dropped.
+pub(crate) fn go_report_scheduler(db: &TestDb) -> support::PeerProcess {
+    db.peer_spawn(&[
+        "schedule",
+        "--spec",
+        "@every 1h",
+        "--type",
+        "cron:report",
+        "--payload",
+        "weekly",
+        "--max-retry",
+        "3",
+        "--queue",
+        "reports",
+        "--timeout",
+        "1m",
+        "--for",
+        "30s",
+    ])
+}
+
+/// The first scheduler entry listed, once one is (within 10 s).
+pub(crate) async fn first_scheduler_entry(inspector: &Inspector) -> SchedulerEntry {
+    support::eventually(Duration::from_secs(10), || {
+        let inspector = inspector.clone();
+        async move { inspector.scheduler_entries().await.ok()?.into_iter().next() }
+    })
+    .await
+    .expect("scheduler entry listed")
 }
 
 /// Check 16: Go group tasks are listed by us per group, and ours by Go.

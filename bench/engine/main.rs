@@ -5,6 +5,8 @@
 //! cargo run --release --example bench -- [--tasks N] [--concurrency 10,100]
 //!     [--pickup-tasks 200] [--pickup-interval-ms 20] [--archive-ops 20000]
 //!     [--profile] [--quiet-wait 60] [--no-script-costs] [--only-ours]
+//!     [--schedule-entries 1000] [--schedule-secs 30]
+//!     [--batch-enqueue N]
 //! ```
 //!
 //! What it does (results go to stdout as Markdown, progress to stderr):
@@ -26,6 +28,17 @@
 //!    20,000 × (enqueue, dequeue, `Broker::archive`); client µs per archive
 //!    call and Redis CPU per iteration; a second pass with SLOWLOG on gives
 //!    the Redis execution time of each script.
+//! 5. Scheduler (issue 16): one scheduler process per engine with
+//!    `--schedule-entries` entries on `@every 1s` for `--schedule-secs`
+//!    seconds (Go: `asynq-peer bench-schedule`; ours: the hidden
+//!    `schedule` mode); drift of each fire past its tick's second, fires
+//!    against entries × ticks, Redis calls, µs and CPU per tick
+//!    (`schedule.rs`). `--schedule-entries 0` skips it.
+//! 6. Batch enqueue (`--batch-enqueue N`, off by default): N pending tasks
+//!    by Go's `Client.Enqueue`, our `Client::enqueue` and our
+//!    `Client::enqueue_batch`; tasks/s and Redis µs per task. Alone:
+//!    `-- --tasks 0 --pickup-tasks 0 --archive-ops 0 --no-script-costs
+//!    --batch-enqueue 100000`.
 //!
 //! Before each measured step the bench waits (up to `--quiet-wait` s,
 //! default 60) for a second in which other processes use < 10 % of a CPU,
@@ -42,10 +55,11 @@
 //! `sampling.rs` (CPU, RSS and quiet-machine waits), `redis_stats.rs`
 //! (INFO and SLOWLOG snapshots), `worker.rs` (the hidden worker mode), one
 //! file per measurement (`throughput.rs`, `pickup.rs`, `script_costs.rs`,
-//! `archive.rs`), each with its part of the report, and `report.rs`
+//! `archive.rs`, `schedule.rs`, `batch_enqueue.rs`), each with its part of the report, and `report.rs`
 //! (shared report helpers).
 //!
-//! Hidden mode: `bench worker --redis URL --concurrency C --count N`. For
+//! Hidden modes: `bench schedule --redis URL --entries N --for SECS`
+//! (`schedule_mode.rs`) and `bench worker --redis URL --concurrency C --count N`. For
 //! profiling, `BENCH_WORKER_PREFIX="perf record -g --"` runs our worker
 //! under that command (its RSS and CPU figures are then not comparable).
 //! `BENCH_FETCH_SPIN_US=N` sets our worker's `Config::fetch_spin` (0: no
@@ -53,12 +67,15 @@
 //! on a current-thread runtime instead of a multi-thread one.
 
 mod archive;
+mod batch_enqueue;
 mod harness;
 mod options;
 mod pickup;
 mod redis_stats;
 mod report;
 mod sampling;
+mod schedule;
+mod schedule_mode;
 mod script_costs;
 mod throughput;
 mod worker;
@@ -87,6 +104,12 @@ fn main() -> anyhow::Result<()> {
                 .build()?
         };
         return rt.block_on(worker::main(&args[1..]));
+    }
+    if args.first().map(String::as_str) == Some("schedule") {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        return rt.block_on(schedule_mode::main(&args[1..]));
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -164,6 +187,26 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
         None
     };
 
+    let mut schedules = Vec::new();
+    if opts.schedule_entries > 0 {
+        for &engine in &opts.engines {
+            eprintln!(
+                "bench: scheduler {} with {} entries for {} s",
+                engine.name(),
+                opts.schedule_entries,
+                opts.schedule_secs
+            );
+            schedules.push(
+                schedule::run(&mut env, engine, opts.schedule_entries, opts.schedule_secs).await?,
+            );
+        }
+    }
+    let batches = if opts.batch_enqueue > 0 {
+        batch_enqueue::run(&mut env, opts.batch_enqueue).await?
+    } else {
+        Vec::new()
+    };
+
     // ---- Markdown ----
     println!(
         "Machine: {cpus} CPUs, Redis {version}; {} tasks per run; whole bench took {:.0} s.\n",
@@ -179,6 +222,12 @@ async fn orchestrate(opts: Options) -> anyhow::Result<()> {
     }
     if let Some(a) = archive {
         archive::print(&a);
+    }
+    if !schedules.is_empty() {
+        schedule::print(&schedules, opts.schedule_entries, opts.schedule_secs);
+    }
+    if !batches.is_empty() {
+        batch_enqueue::print(&batches);
     }
     Ok(())
 }

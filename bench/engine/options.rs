@@ -33,10 +33,16 @@ pub struct Options {
     pub pickup_tasks: usize,
     pub pickup_interval: Duration,
     pub archive_ops: usize,
+    /// Tasks per producer of the batch-enqueue scenario; 0 skips it.
+    pub batch_enqueue: usize,
     pub script_costs: bool,
     pub profile: bool,
     pub quiet_wait: Duration,
     pub engines: Vec<Engine>,
+    /// Scheduler entries (0: no scheduler run).
+    pub schedule_entries: usize,
+    /// Seconds each engine's scheduler runs.
+    pub schedule_secs: u64,
 }
 
 impl Options {
@@ -47,10 +53,13 @@ impl Options {
             "--pickup-tasks",
             "--pickup-interval-ms",
             "--archive-ops",
+            "--batch-enqueue",
             "--profile",
             "--quiet-wait",
             "--no-script-costs",
             "--only-ours",
+            "--schedule-entries",
+            "--schedule-secs",
         ];
         for a in args.iter().filter(|a| a.starts_with("--")) {
             if !known.contains(&a.as_str()) {
@@ -69,9 +78,12 @@ impl Options {
             pickup_tasks: parse_flag(args, "--pickup-tasks", 200)?,
             pickup_interval: Duration::from_millis(parse_flag(args, "--pickup-interval-ms", 20)?),
             archive_ops: parse_flag(args, "--archive-ops", 20_000)?,
+            batch_enqueue: parse_flag(args, "--batch-enqueue", 0)?,
             profile: args.iter().any(|a| a == "--profile"),
             script_costs: !args.iter().any(|a| a == "--no-script-costs"),
             quiet_wait: Duration::from_secs(parse_flag(args, "--quiet-wait", 60)?),
+            schedule_entries: parse_flag(args, "--schedule-entries", 1000)?,
+            schedule_secs: parse_flag(args, "--schedule-secs", 30)?,
             engines: if args.iter().any(|a| a == "--only-ours") {
                 vec![Engine::Ours]
             } else {

@@ -31,7 +31,6 @@ impl Broker {
         target: &EnqueueTarget,
         unique: Option<(&str, u64)>,
     ) -> Result<()> {
-        use prost::Message;
         let mut conn = self.conn();
         // Every time, not once per process as Go 0.25+.
         // asynq divergence: COMPATIBILITY.md#c5
@@ -40,45 +39,13 @@ impl Broker {
             .arg(&msg.queue)
             .query_async(&mut conn)
             .await?;
-        let now = self.now();
-        let encoded = msg.encode_to_vec();
-        let task_key = keys::task_key(&msg.queue, &msg.id);
-        let mut inv;
-        match target {
-            EnqueueTarget::Pending => {
-                inv = scripts::ENQUEUE.prepare_invoke();
-                inv.key(&task_key).key(keys::pending_key(&msg.queue));
-                if let Some((lock, _)) = unique {
-                    inv.key(lock);
-                }
-                inv.arg(&encoded[..])
-                    .arg(&msg.id)
-                    .arg(now.timestamp_nanos_opt().unwrap_or(i64::MAX));
-            }
-            EnqueueTarget::Scheduled(at) => {
-                inv = scripts::SCHEDULE.prepare_invoke();
-                inv.key(&task_key).key(keys::scheduled_key(&msg.queue));
-                if let Some((lock, _)) = unique {
-                    inv.key(lock);
-                }
-                inv.arg(&encoded[..]).arg(&msg.id).arg(at.timestamp());
-            }
-            EnqueueTarget::Group(group) => {
-                inv = scripts::ADD_TO_GROUP.prepare_invoke();
-                inv.key(&task_key)
-                    .key(keys::group_key(&msg.queue, group))
-                    .key(keys::all_groups_key(&msg.queue));
-                if let Some((lock, _)) = unique {
-                    inv.key(lock);
-                }
-                inv.arg(&encoded[..])
-                    .arg(&msg.id)
-                    .arg(now.timestamp())
-                    .arg(group);
-            }
+        let call = script_call(msg, target, unique, self.now());
+        let mut inv = call.script.prepare_invoke();
+        for key in &call.keys {
+            inv.key(key);
         }
-        if let Some((_, ttl_s)) = unique {
-            inv.arg(ttl_s);
+        for arg in &call.args {
+            inv.arg(&arg[..]);
         }
         let code: i64 = inv.invoke_async(&mut conn).await?;
         match code {
@@ -88,4 +55,57 @@ impl Broker {
             other => Err(Error::Internal(format!("enqueue script replied {other}"))),
         }
     }
+}
+
+/// One enqueue script call: the script and its KEYS and ARGV, in the order
+/// `enqueue.lua`, `schedule.lua` and `add_to_group.lua` take them (shared
+/// by single and batch enqueue).
+pub(super) struct ScriptCall {
+    pub(super) script: &'static scripts::Lua,
+    pub(super) keys: Vec<String>,
+    pub(super) args: Vec<Vec<u8>>,
+}
+
+/// The script call that writes `msg` to `target` at `now`, with the lock
+/// `unique` (key, TTL in whole seconds) when given.
+pub(super) fn script_call(
+    msg: &TaskMessage,
+    target: &EnqueueTarget,
+    unique: Option<(&str, u64)>,
+    now: DateTime<Utc>,
+) -> ScriptCall {
+    use prost::Message;
+    let task_key = keys::task_key(&msg.queue, &msg.id);
+    let (script, mut keys, mut args): (&'static scripts::Lua, Vec<String>, Vec<Vec<u8>>) =
+        match target {
+            EnqueueTarget::Pending => (
+                &scripts::ENQUEUE,
+                vec![task_key, keys::pending_key(&msg.queue)],
+                vec![num(now.timestamp_nanos_opt().unwrap_or(i64::MAX))],
+            ),
+            EnqueueTarget::Scheduled(at) => (
+                &scripts::SCHEDULE,
+                vec![task_key, keys::scheduled_key(&msg.queue)],
+                vec![num(at.timestamp())],
+            ),
+            EnqueueTarget::Group(group) => (
+                &scripts::ADD_TO_GROUP,
+                vec![
+                    task_key,
+                    keys::group_key(&msg.queue, group),
+                    keys::all_groups_key(&msg.queue),
+                ],
+                vec![num(now.timestamp()), group.as_bytes().to_vec()],
+            ),
+        };
+    args.splice(0..0, [msg.encode_to_vec(), msg.id.as_bytes().to_vec()]);
+    if let Some((lock, ttl_s)) = unique {
+        keys.push(lock.to_string());
+        args.push(num(ttl_s as i64));
+    }
+    ScriptCall { script, keys, args }
+}
+
+fn num(n: i64) -> Vec<u8> {
+    n.to_string().into_bytes()
 }

@@ -203,6 +203,14 @@ pub fn scheduler_fired_key(group: &str) -> String {
 /// (so the dashboard can find the groups without a SCAN).
 pub const SCHEDULER_GROUPS: &str = "asynqdeck:{scheduler}:groups";
 
+/// `asynqdeck:{audit}:log`: STREAM of the dashboard's audit log, one entry
+/// per mutating action (issue 17), capped at [`AUDIT_LOG_MAX`] entries.
+/// Fields: `actor`, `verb`, `queue`, `scope`, `count`, `result`, `status`.
+pub const AUDIT_LOG: &str = "asynqdeck:{audit}:log";
+
+/// Most entries [`AUDIT_LOG`] keeps (older ones are trimmed at each append).
+pub const AUDIT_LOG_MAX: usize = 10_000;
+
 /// `asynq:scheduler_history:<entry id>`: ZSET of `SchedulerEnqueueEvent`, score = enqueue time (unix s).
 pub fn scheduler_history_key(entry_id: &str) -> String {
     format!("asynq:scheduler_history:{entry_id}")

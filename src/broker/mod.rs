@@ -12,11 +12,13 @@
 //! - connection and names: `conn/` (connection options: URL,
 //!   credentials, TLS, cluster nodes, sentinels), `keys.rs` (every key name), `proto.rs` (protobuf
 //!   messages), `scripts.rs` (the Lua scripts, `scripts/*.lua`);
-//! - the engine and the client: `enqueue.rs` (client writes), `engine.rs`
+//! - the engine and the client: `enqueue.rs` (client writes),
+//!   `enqueue_batch.rs` (client batch writes, pipelined), `engine.rs`
 //!   (worker-side writes: lease, finish, retry, archive, extend the lease)
 //!   and `engine/maintenance.rs` (forward, recover, janitor, stale
 //!   aggregation sets), `aggregation.rs` (the aggregator's steps: list
-//!   groups, check a group, read and delete a set),
+//!   groups, check a group, read and delete a set), `audit.rs` (the
+//!   dashboard's audit log stream),
 //!   `waiter.rs` (idle workers' blocking wake-up), `version.rs` (the
 //!   server's version), `slot_errors.rs` (errors saying keys crossed
 //!   slots, counted), `results.rs` (task
@@ -51,6 +53,7 @@ pub mod proto;
 pub(crate) mod scripts;
 
 mod aggregation;
+mod audit;
 mod bad_counters;
 mod cluster;
 mod conn;
@@ -58,6 +61,7 @@ mod discovery;
 mod due;
 mod engine;
 mod enqueue;
+mod enqueue_batch;
 mod export;
 mod export_cursor;
 mod info;
@@ -90,6 +94,7 @@ pub use aggregation::{
     AGGREGATION_CHUNK, AGGREGATION_SET_MAX, AGGREGATION_SET_TIMEOUT, AggregationSet, GroupRules,
     SetMember,
 };
+pub use audit::StoredAuditEntry;
 pub use bad_counters::bad_counters;
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, key_slot};
 pub(crate) use conn::{Conn, Target};
@@ -107,6 +112,7 @@ pub use engine::{
     RECOVER_BATCH, STATS_TTL,
 };
 pub use enqueue::EnqueueTarget;
+pub use enqueue_batch::BATCH_CHUNK;
 pub use export_cursor::{EXPORT_CURSOR_TTL_SECS, export_cursor_key};
 pub(crate) use jobs::{Claim, StoredJob};
 pub use jobs::{

@@ -379,6 +379,18 @@ impl Broker {
         Ok(self.scheduler_entries_page(all).await?.0)
     }
 
+    /// The published entry with id `entry_id`, from the entries of every
+    /// live scheduler (read as [`Broker::list_scheduler_entries`] reads
+    /// them, in bounded commands); `None` when no scheduler lists it.
+    /// Errors: [`Error::Redis`].
+    pub(crate) async fn scheduler_entry(
+        &self,
+        entry_id: &str,
+    ) -> Result<Option<proto::SchedulerEntry>> {
+        let entries = self.list_scheduler_entries().await?;
+        Ok(entries.into_iter().find(|e| e.id == entry_id))
+    }
+
     /// The entries of `page` (ranks `size·(number−1)` to `size·number − 1`)
     /// of the order of [`Broker::list_scheduler_entries`], and how many
     /// entries there are in all (R11). Reads the registry, one `LLEN` per live scheduler, then

@@ -11,6 +11,11 @@ use clap::builder::BoolishValueParser;
 
 use super::DEFAULT_LISTEN;
 use super::values::{normalize_root_path, parse_basic_auth, parse_duration, parse_host_name};
+
+/// `--trusted-proxies`: see [`web::TrustedProxies`].
+fn parse_trusted_proxies(s: &str) -> Result<web::TrustedProxies, String> {
+    s.parse()
+}
 use crate::app::ServeConfig;
 use crate::broker::ConnectOptions;
 use crate::server::MaintenanceConfig;
@@ -170,6 +175,23 @@ pub struct ServeArgs {
         value_parser = parse_basic_auth
     )]
     pub basic_auth: Option<(String, String)>,
+
+    /// A request header that names the user, set by an authenticating
+    /// reverse proxy (e.g. X-Forwarded-User): the actor in the audit log.
+    /// Believed only from --trusted-proxies; from any other peer a request
+    /// carrying it is refused (403).
+    #[arg(
+        long,
+        env = "ASYNQDECK_AUTH_HEADER",
+        value_name = "NAME",
+        requires = "trusted_proxies"
+    )]
+    pub auth_header: Option<String>,
+
+    /// Peers whose --auth-header is believed: addresses and CIDR prefixes,
+    /// comma-separated (e.g. 127.0.0.1,10.0.0.0/8).
+    #[arg(long, env = "ASYNQDECK_TRUSTED_PROXIES", value_name = "IP[/LEN],...", value_parser = parse_trusted_proxies)]
+    pub trusted_proxies: Option<web::TrustedProxies>,
 
     /// Characters of payload shown in task lists.
     #[arg(
@@ -432,6 +454,8 @@ impl ServeArgs {
                 allowed_hosts: web::AllowedHosts::for_listener(listen, self.allowed_hosts.clone()),
                 redis_budget_commands: self.redis_budget_commands,
                 redis_budget_ms: self.redis_budget_ms,
+                auth_header: self.auth_header.clone(),
+                trusted_proxies: self.trusted_proxies.clone().unwrap_or_default(),
                 ..WebConfig::default()
             },
             engine,

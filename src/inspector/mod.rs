@@ -17,7 +17,8 @@
 //! dashboard's snapshot of every queue: reading it, adding growth and
 //! memory),
 //! `tasks.rs` (listing, lookup, run/archive/delete, cancel), `servers.rs`
-//! (servers with their workers, scheduler entries and events), `info.rs`
+//! (servers with their workers, scheduler entries and events),
+//! `run_entry.rs` (a scheduler entry's "Run now"), `info.rs`
 //! (Redis `INFO` and cluster facts, every node of a Cluster), `cluster.rs`
 //! (a queue's hash slot and nodes, Go `ClusterKeySlot`/`ClusterNodes`),
 //! `left_behind.rs` (left-behind task
@@ -31,6 +32,7 @@
 //! re-exported here.
 
 mod actions;
+mod audit;
 mod cluster;
 pub mod errgroups;
 mod export;
@@ -39,6 +41,7 @@ pub mod jobs;
 mod left_behind;
 mod memory_cache;
 mod queues;
+mod run_entry;
 mod samples;
 mod scheduler_groups;
 mod servers;
@@ -51,6 +54,7 @@ pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
 pub use crate::broker::{BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
+pub use audit::{AUDIT_PAGE_MAX, AuditEntry, AuditFilter, AuditPage};
 pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;
 pub use export::{EXPORT_CHUNK, ExportRequest};

@@ -25,4 +25,4 @@ pub use manager::{
     DEFAULT_SYNC_INTERVAL, PeriodicTaskConfig, PeriodicTaskConfigProvider, PeriodicTaskManager,
     SyncReport,
 };
-pub use options::{option_strings, parse_option_strings};
+pub use options::{go_inspector_option_strings, option_strings, parse_option_strings};

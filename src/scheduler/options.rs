@@ -201,6 +201,43 @@ fn parse_one(opts: &mut EnqueueOptions, s: &str) -> bool {
     }
 }
 
+/// The options Go's `Inspector.SchedulerEntries` returns for `strings`,
+/// each in its `String()` form: what asynqmon's `/api/scheduler_entries`
+/// lists. Go reads the text between the first `(` and the first `)`, knows
+/// only `Queue`, `MaxRetry`, `Timeout`, `Deadline`, `Unique`, `ProcessAt`,
+/// `ProcessIn` and `Retention`, and drops what it cannot read (`TaskID`,
+/// `Group`, `Header`, a bad value; a string without `(`, on which Go's
+/// parser panics, is dropped too). Durations and numbers come back in
+/// Go's form (`Timeout(90s)` reads as `Timeout(1m30s)`); a `Deadline` or
+/// `ProcessAt` that parses keeps its text (Go prints the zone it read).
+pub fn go_inspector_option_strings(strings: &[String]) -> Vec<String> {
+    strings
+        .iter()
+        .filter_map(|s| go_inspector_option(s))
+        .collect()
+}
+
+fn go_inspector_option(s: &str) -> Option<String> {
+    let open = s.find('(')?;
+    let name = &s[..open];
+    let arg = match s.find(')') {
+        Some(close) if close > open => &s[open + 1..close],
+        _ => "",
+    };
+    let dur = |a: &str| parse_go_duration(a).ok().map(go_duration);
+    let text = match name {
+        "Queue" => go_quote(&go_unquote(arg)?),
+        "MaxRetry" => arg.parse::<i64>().ok()?.to_string(),
+        "Timeout" | "Unique" | "ProcessIn" | "Retention" => dur(arg)?,
+        "Deadline" | "ProcessAt" => {
+            parse_unix_date(arg)?;
+            arg.to_string()
+        }
+        _ => return None,
+    };
+    Some(format!("{name}({text})"))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -285,5 +322,41 @@ mod tests {
             prop_assert!(unread.is_empty());
             prop_assert_eq!(back, opts);
         }
+    }
+    /// Go's inspector view: unknown kinds and bad values dropped, Go's
+    /// first-`)` rule, durations and numbers in Go's form, the rest as is.
+    #[test]
+    fn go_inspector_view_of_option_strings() {
+        let stored: Vec<String> = [
+            "Queue(\"low\")",
+            "MaxRetry(+7)",
+            "Timeout(90s)",
+            "Deadline(Wed Jan  2 03:04:05 UTC 2030)",
+            "Unique(1h0m0s)",
+            "ProcessIn(2m0s)",
+            "ProcessAt(Tue Nov 14 22:13:20 UTC 2023)",
+            "Retention(24h0m0s)",
+            "TaskID(\"tid\")",
+            "Group(\"grp\")",
+            "Header([\"k\",\"v\"])",
+            "Queue(\"a)b\")",
+            "MaxRetry(x)",
+            "no-paren",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            go_inspector_option_strings(&stored),
+            vec![
+                "Queue(\"low\")",
+                "MaxRetry(7)",
+                "Timeout(1m30s)",
+                "Deadline(Wed Jan  2 03:04:05 UTC 2030)",
+                "Unique(1h0m0s)",
+                "ProcessIn(2m0s)",
+                "ProcessAt(Tue Nov 14 22:13:20 UTC 2023)",
+                "Retention(24h0m0s)",
+            ]
+        );
     }
 }

@@ -17,9 +17,10 @@ use crate::Error;
 /// dashboard's actions and `/api` use.
 pub fn status_of(err: &Error) -> StatusCode {
     match err {
-        Error::QueueNotFound { .. } | Error::TaskNotFound { .. } | Error::JobNotFound { .. } => {
-            StatusCode::NOT_FOUND
-        }
+        Error::QueueNotFound { .. }
+        | Error::TaskNotFound { .. }
+        | Error::JobNotFound { .. }
+        | Error::SchedulerEntryNotFound { .. } => StatusCode::NOT_FOUND,
         Error::QueueNotEmpty { .. }
         | Error::TaskAlreadyArchived { .. }
         | Error::FailedPrecondition(_)

@@ -7,7 +7,8 @@
 //! it under `--root-path`.
 //!
 //! Files: `state.rs` (shared handles and the per-interval stats cache),
-//! `urls.rs` (path segments of links), `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
+//! `urls.rs` (path segments of links), `audit.rs` (the audit log's
+//! recording layer and actor), `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
 //! security headers), `hosts.rs` (the `Host` check against DNS rebinding), `error.rs` (one error type for pages, one for the
 //! API), `assets.rs` (embedded `static/`), `format.rs` (payload and time
 //! formatting), `chart.rs` (server-rendered SVG charts), `pages/` (one file
@@ -15,6 +16,7 @@
 
 mod api;
 mod assets;
+mod audit;
 mod chart;
 mod error;
 pub mod format;
@@ -29,6 +31,7 @@ use std::time::Duration;
 
 use axum::Router;
 
+pub use audit::{AuditCount, TrustedProxies};
 pub use hosts::AllowedHosts;
 pub use state::{
     AppState, GROWTH_REFRESH, MEMORY_REFRESH, MemoryEstimate, QueueRow, Snapshot, StatsCache,
@@ -69,6 +72,16 @@ pub struct WebConfig {
     /// many tasks and answer at once (202, with the job) above it
     /// (COMPATIBILITY.md L5). Default 10,000.
     pub sync_job_limit: u64,
+    /// A request header naming the user, set by a reverse proxy that
+    /// authenticated them (`--auth-header`, e.g. `X-Forwarded-User`): the
+    /// audit log's actor. Believed only from [`WebConfig::trusted_proxies`];
+    /// from any other peer the request is refused (403). Default: none.
+    pub auth_header: Option<String>,
+    /// The peers whose [`WebConfig::auth_header`] is believed
+    /// (`--trusted-proxies`). Needs the peer address: serve the router with
+    /// `into_make_service_with_connect_info::<SocketAddr>()` (as `asynqdeck
+    /// serve` does); without it no peer is trusted. Default: none.
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl Default for WebConfig {
@@ -84,6 +97,8 @@ impl Default for WebConfig {
             redis_budget_commands: 0,
             redis_budget_ms: 0,
             sync_job_limit: 10_000,
+            auth_header: None,
+            trusted_proxies: TrustedProxies::default(),
         }
     }
 }

@@ -52,7 +52,7 @@ fn is_dot_escape(s: &[u8], tildes: usize) -> bool {
     (1..=2).contains(&dots) && s.len() - dots >= tildes && s[dots..].iter().all(|&b| b == b'~')
 }
 
-fn percent_decode(raw: &str) -> Vec<u8> {
+pub(crate) fn percent_decode(raw: &str) -> Vec<u8> {
     let b = raw.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -22,9 +22,11 @@ mod support;
 mod harness;
 
 mod actions;
+mod audit;
 mod console;
 mod export;
 mod jobs;
 mod links;
 mod live_hold;
 mod outage;
+mod run_now;

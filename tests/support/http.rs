@@ -75,6 +75,17 @@ impl ServeBin {
         }
     }
 
+    /// The next line it prints on stdout (without the newline), waiting
+    /// up to 20 s; `None` at the end of its output.
+    pub async fn next_line(&mut self) -> Option<String> {
+        let mut line = String::new();
+        let n = tokio::time::timeout(Duration::from_secs(20), self._stdout.read_line(&mut line))
+            .await
+            .expect("a line on stdout in time")
+            .unwrap();
+        (n > 0).then(|| line.trim_end().to_string())
+    }
+
     /// Its process id.
     pub fn pid(&self) -> i32 {
         self.child.id().expect("running") as i32

@@ -98,8 +98,13 @@ peer_calls!(LocalCluster);
 peer_calls!(SentinelSet);
 
 impl TestDb {
-    /// `--redis 127.0.0.1:<port> --db <db>` (Go `RedisClientOpt`).
+    /// `--redis 127.0.0.1:<port> --db <db>` (Go `RedisClientOpt`); in
+    /// cluster mode the shared cluster's `--cluster-nodes`
+    /// (Go `RedisClusterClientOpt`).
     pub fn peer_globals(&self) -> Vec<String> {
+        if self.cluster {
+            return super::redis::shared_cluster().peer_globals();
+        }
         vec![
             "--redis".into(),
             format!("127.0.0.1:{}", self.port),
@@ -107,6 +112,33 @@ impl TestDb {
             self.db.to_string(),
         ]
     }
+}
+
+impl TestDb {
+    /// [`TestDb::peer_ok`] off the async runtime (the peer is a blocking
+    /// process call), so what the test runs meanwhile keeps running.
+    pub async fn peer_ok_async(&self, args: &[&str]) -> serde_json::Value {
+        let (db, args) = (self.clone(), owned(args));
+        tokio::task::spawn_blocking(move || db.peer_ok(&borrowed(&args)))
+            .await
+            .unwrap()
+    }
+
+    /// [`TestDb::peer_lines`] off the async runtime.
+    pub async fn peer_lines_async(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        let (db, args) = (self.clone(), owned(args));
+        tokio::task::spawn_blocking(move || db.peer_lines(&borrowed(&args)))
+            .await
+            .unwrap()
+    }
+}
+
+fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+fn borrowed(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
 
 impl LocalCluster {

@@ -238,6 +238,7 @@ pub fn writes(s: &Subject) -> Vec<RouteReq> {
         }
     }
     out.push(RouteReq::form("/jobs/no-such-job/cancel".to_string(), ""));
+    out.push(RouteReq::form(format!("/schedulers/{}/run", s.entry), ""));
     for (state, action) in [
         ("pending", "delete"),
         ("retry", "run"),

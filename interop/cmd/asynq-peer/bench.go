@@ -109,8 +109,7 @@ func cmdBenchWork(conn asynq.RedisConnOpt, args []string) error {
 	}
 	lat := append([]int64(nil), latencies[:got]...)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	userMs, sysMs := cpuMs()
 	out, err := json.Marshal(benchSummaryJSON{
 		Count:        ended.Load(),
 		FirstStartNs: firstStart.Load(),
@@ -120,14 +119,21 @@ func cmdBenchWork(conn asynq.RedisConnOpt, args []string) error {
 		MaxUs:        percentile(lat, 100) / 1000,
 		Over100ms:    len(lat) - sort.Search(len(lat), func(i int) bool { return lat[i] > 100_000_000 }),
 		MaxRssKb:     vmHWM(),
-		CPUUserMs:    ru.Utime.Sec*1000 + int64(ru.Utime.Usec)/1000,
-		CPUSysMs:     ru.Stime.Sec*1000 + int64(ru.Stime.Usec)/1000,
+		CPUUserMs:    userMs,
+		CPUSysMs:     sysMs,
 	})
 	if err != nil {
 		return err
 	}
 	_, err = os.Stdout.Write(append(out, '\n'))
 	return err
+}
+
+// cpuMs returns this process's user and system CPU time so far, in ms.
+func cpuMs() (userMs, sysMs int64) {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Sec*1000 + int64(ru.Utime.Usec)/1000, ru.Stime.Sec*1000 + int64(ru.Stime.Usec)/1000
 }
 
 // percentile returns the nearest-rank p-th percentile of sorted (0 when empty).

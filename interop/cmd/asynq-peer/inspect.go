@@ -334,6 +334,8 @@ func cmdInspect(conn asynq.RedisConnOpt, args []string) error {
 				Opts:        opts,
 				Next:        unixOrZero(e.Next),
 				Prev:        unixOrZero(e.Prev),
+				NextNano:    unixNanoOrZero(e.Next),
+				PrevNano:    unixNanoOrZero(e.Prev),
 				PrevIsZero:  e.Prev.IsZero(),
 			})
 		}
@@ -353,7 +355,11 @@ func cmdInspect(conn asynq.RedisConnOpt, args []string) error {
 		}
 		out := make([]schedulerEventJSON, 0, len(events))
 		for _, ev := range events {
-			out = append(out, schedulerEventJSON{TaskID: ev.TaskID, EnqueuedAt: unixOrZero(ev.EnqueuedAt)})
+			out = append(out, schedulerEventJSON{
+				TaskID:         ev.TaskID,
+				EnqueuedAt:     unixOrZero(ev.EnqueuedAt),
+				EnqueuedAtNano: unixNanoOrZero(ev.EnqueuedAt),
+			})
 		}
 		return emit(out)
 
@@ -558,10 +564,16 @@ type schedulerEntryJSON struct {
 	Opts        []string `json:"opts"`
 	Next        int64    `json:"next"`
 	Prev        int64    `json:"prev"`
-	PrevIsZero  bool     `json:"prev_is_zero"`
+	// NextNano and PrevNano are the same times in unix nanoseconds (0 for
+	// the zero time), for exact comparisons.
+	NextNano   int64 `json:"next_ns"`
+	PrevNano   int64 `json:"prev_ns"`
+	PrevIsZero bool  `json:"prev_is_zero"`
 }
 
 type schedulerEventJSON struct {
 	TaskID     string `json:"task_id"`
 	EnqueuedAt int64  `json:"enqueued_at"`
+	// EnqueuedAtNano is EnqueuedAt in unix nanoseconds.
+	EnqueuedAtNano int64 `json:"enqueued_at_ns"`
 }

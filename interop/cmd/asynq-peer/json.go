@@ -105,6 +105,14 @@ func unixOrZero(t time.Time) int64 {
 	return t.Unix()
 }
 
+// unixNanoOrZero returns t as unix nanoseconds, or 0 when t is the zero time.
+func unixNanoOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
 // hexOrEmpty returns the hex encoding of b ("" for nil or empty).
 func hexOrEmpty(b []byte) string {
 	return hex.EncodeToString(b)

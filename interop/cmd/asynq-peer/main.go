@@ -39,6 +39,11 @@ commands:
   schedule   run an asynq.Scheduler with one entry for a while
   bench-work run an asynq.Server with a no-op handler for the benchmark and
              print one JSON summary line (see bench.go)
+  bench-schedule
+             run an asynq.Scheduler with N entries on "@every 1s" for the
+             benchmark and print one JSON summary line (bench_schedule.go)
+  bench-enqueue enqueue N tasks with asynq.Client for the benchmark and
+             print one JSON summary line (see bench_enqueue.go)
   latency    enqueue at a fixed rate with asynq.Client for a while and print
              p50/p99/max enqueue latency and errors (see latency.go)
 `
@@ -80,6 +85,10 @@ func run(args []string) int {
 		err = cmdSchedule(conn, cmdArgs)
 	case "bench-work":
 		err = cmdBenchWork(conn, cmdArgs)
+	case "bench-schedule":
+		err = cmdBenchSchedule(conn, cmdArgs)
+	case "bench-enqueue":
+		err = cmdBenchEnqueue(conn, cmdArgs)
 	case "latency":
 		err = cmdLatency(conn, cmdArgs)
 	default:

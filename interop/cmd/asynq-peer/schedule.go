@@ -13,6 +13,9 @@ type entryJSON struct {
 	EntryID string `json:"entry_id"`
 }
 
+// cmdSchedule runs an asynq.Scheduler with one entry (options in the
+// order of the flags above, each only when given) for --for, then shuts it
+// down; it prints the entry id first.
 func cmdSchedule(conn asynq.RedisConnOpt, args []string) error {
 	fs := newFlagSet("schedule")
 	spec := fs.String("spec", "", "cron spec, e.g. \"@every 1s\" (required)")
@@ -22,6 +25,13 @@ func cmdSchedule(conn asynq.RedisConnOpt, args []string) error {
 	maxRetry := fs.Int("max-retry", 0, "asynq.MaxRetry option")
 	queue := fs.String("queue", "", "asynq.Queue option")
 	timeout := fs.Duration("timeout", 0, "asynq.Timeout option")
+	deadline := fs.String("deadline", "", "asynq.Deadline option, RFC 3339")
+	unique := fs.Duration("unique", 0, "asynq.Unique option")
+	processIn := fs.Duration("process-in", 0, "asynq.ProcessIn option")
+	retention := fs.Duration("retention", 0, "asynq.Retention option")
+	taskID := fs.String("task-id", "", "asynq.TaskID option")
+	group := fs.String("group", "", "asynq.Group option")
+	heartbeat := fs.Duration("heartbeat", time.Second, "SchedulerOpts.HeartbeatInterval")
 	runFor := fs.Duration("for", 0, "how long to run the scheduler (required)")
 
 	given, err := parseFlags(fs, args)
@@ -45,9 +55,31 @@ func cmdSchedule(conn asynq.RedisConnOpt, args []string) error {
 	if given["timeout"] {
 		opts = append(opts, asynq.Timeout(*timeout))
 	}
+	if given["deadline"] {
+		t, err := time.Parse(time.RFC3339, *deadline)
+		if err != nil {
+			return usageErr("schedule: --deadline: %v", err)
+		}
+		opts = append(opts, asynq.Deadline(t))
+	}
+	if given["unique"] {
+		opts = append(opts, asynq.Unique(*unique))
+	}
+	if given["process-in"] {
+		opts = append(opts, asynq.ProcessIn(*processIn))
+	}
+	if given["retention"] {
+		opts = append(opts, asynq.Retention(*retention))
+	}
+	if given["task-id"] {
+		opts = append(opts, asynq.TaskID(*taskID))
+	}
+	if given["group"] {
+		opts = append(opts, asynq.Group(*group))
+	}
 
 	sched := asynq.NewScheduler(conn, &asynq.SchedulerOpts{
-		HeartbeatInterval: time.Second,
+		HeartbeatInterval: *heartbeat,
 		LogLevel:          asynq.ErrorLevel,
 	})
 	if err := sched.Ping(); err != nil {

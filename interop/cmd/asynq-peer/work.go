@@ -27,6 +27,11 @@ type handledTaskJSON struct {
 	Queue      string            `json:"queue"`
 	RetryCount int               `json:"retry_count"`
 	MaxRetry   int               `json:"max_retry"`
+	// StartedNano is time.Now() when the handler was called and
+	// DeadlineNano the handler context's deadline (Go's processor sets it
+	// from the task's Timeout and Deadline), both in unix nanoseconds.
+	StartedNano  int64 `json:"started_ns"`
+	DeadlineNano int64 `json:"deadline_ns"`
 }
 
 // behaviour is what the handler does with each task.
@@ -203,19 +208,23 @@ func cmdWork(conn asynq.RedisConnOpt, args []string) error {
 	}
 
 	handler := asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		started := time.Now()
+		deadline, _ := ctx.Deadline()
 		id, _ := asynq.GetTaskID(ctx)
 		retryCount, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		queue, _ := asynq.GetQueueName(ctx)
 		if err := emit(handledTaskJSON{
-			ID:         id,
-			Type:       t.Type(),
-			PayloadHex: hexOrEmpty(t.Payload()),
-			Payload:    string(t.Payload()),
-			Headers:    headersOrEmpty(t.Headers()),
-			Queue:      queue,
-			RetryCount: retryCount,
-			MaxRetry:   maxRetry,
+			ID:           id,
+			Type:         t.Type(),
+			PayloadHex:   hexOrEmpty(t.Payload()),
+			Payload:      string(t.Payload()),
+			Headers:      headersOrEmpty(t.Headers()),
+			Queue:        queue,
+			RetryCount:   retryCount,
+			MaxRetry:     maxRetry,
+			StartedNano:  started.UnixNano(),
+			DeadlineNano: unixNanoOrZero(deadline),
 		}); err != nil {
 			fmt.Fprintf(os.Stderr, "asynq-peer: cannot write task line: %v\n", err)
 		}

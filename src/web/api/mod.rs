@@ -31,6 +31,7 @@
 //! mutations are refused with 403 by `security.rs`.
 // asynqmon divergence: COMPATIBILITY.md#a1, COMPATIBILITY.md#a2
 
+mod audit;
 mod cluster;
 mod go_format;
 mod jobs;
@@ -94,6 +95,7 @@ pub fn routes() -> Router<AppState> {
         .route("/jobs:preview", get(jobs::preview))
         .route("/jobs/{segment}", any(jobs::item))
         .route("/redis_info", get(redis_info::redis_info))
+        .route("/audit", get(audit::audit))
         .route("/metrics", any(redis_info::metrics))
         .route("/{*rest}", any(no_route));
     Router::new().nest("/api", api)

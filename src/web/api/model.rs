@@ -383,7 +383,10 @@ pub struct SchedulerEntryJson {
     pub spec: String,
     pub task_type: String,
     pub task_payload: String,
-    /// Enqueue options in Go's `String()` form, as stored.
+    /// The enqueue options Go's inspector reads from the stored strings,
+    /// in their `String()` form, as asynqmon lists them (the `TaskID`,
+    /// `Group` and `Header` strings Go cannot read are left out; the
+    /// `/schedulers` page shows every stored string, COMPATIBILITY.md Q8).
     pub options: Vec<String>,
     /// RFC 3339.
     pub next_enqueue_at: String,
@@ -400,7 +403,7 @@ impl SchedulerEntryJson {
             spec: e.spec.clone(),
             task_type: e.task_type.clone(),
             task_payload: format_bytes(&e.payload, Some(limits.payload)),
-            options: e.options.clone(),
+            options: crate::scheduler::go_inspector_option_strings(&e.options),
             next_enqueue_at: rfc3339(e.next_enqueue_at),
             prev_enqueue_at: e.prev_enqueue_at.map(|t| rfc3339(Some(t))),
         }

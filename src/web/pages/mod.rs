@@ -4,6 +4,7 @@
 //! renders: the full page, or only its live fragment when htmx asks
 //! (`HX-Request`), so every view has a real URL.
 
+mod audit;
 mod history;
 pub(crate) mod jobs;
 mod left_behind;
@@ -33,7 +34,7 @@ pub struct Layout {
     pub poll_secs: u64,
     /// Page title.
     pub title: String,
-    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`.
+    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`, `audit`.
     pub nav: &'static str,
 }
 
@@ -91,6 +92,7 @@ pub fn routes() -> Router<AppState> {
         .merge(task::routes())
         .merge(left_behind::routes())
         .merge(jobs::routes())
+        .merge(audit::routes())
         .fallback(not_found)
 }
 

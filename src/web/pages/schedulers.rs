@@ -5,6 +5,8 @@
 //! `/schedulers`). The entries table is a live fragment, paged (R11:
 //! `?page=&size=`, 20 per page by default) so that neither a view nor its
 //! refresh reads or sends more than one page, however many entries exist.
+//! Each entry has a "Run now" button (asynqdeck only): one enqueue of the
+//! entry's task as a fire would make it, recorded in its history.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -12,14 +14,14 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::servers::When;
 use super::{Layout, is_htmx};
 use crate::inspector::{Page, SchedulerEntry};
 use crate::web::AppState;
-use crate::web::error::PageError;
+use crate::web::error::{PageError, action_error};
 use crate::web::format::{self, Preview};
 use crate::web::urls::filters;
 
@@ -44,6 +46,9 @@ pub struct EntryRow {
     pub next: Option<When>,
     /// `None`: never enqueued yet.
     pub prev: Option<When>,
+    /// Option strings that cannot be read back: when any, "Run now" is
+    /// disabled and names them.
+    pub unreadable: Vec<String>,
 }
 
 fn rows(
@@ -54,6 +59,7 @@ fn rows(
     entries
         .into_iter()
         .map(|e| EntryRow {
+            unreadable: e.unreadable_options(),
             payload: format::preview(&e.payload, max_payload, false),
             id: e.id,
             spec: e.spec,
@@ -125,6 +131,44 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/schedulers", get(view_schedulers_get))
         .route("/schedulers/{entry_id}/events", get(view_events_get))
+        .route("/schedulers/{entry_id}/run", post(run_now_post))
+}
+
+/// The answer to "Run now": which task the entry's enqueue made.
+#[derive(Template, WebTemplate)]
+#[template(path = "_run_now.html")]
+struct RunNowDone {
+    root: String,
+    entry_id: String,
+    task_id: String,
+    task_type: String,
+    queue: String,
+    state: String,
+}
+
+/// `POST /schedulers/{entry_id}/run` ("Run now"; CSRF token and read-only
+/// mode checked by the mutation guard): enqueues the entry's task now
+/// ([`Inspector::run_scheduler_entry`](crate::Inspector::run_scheduler_entry))
+/// and answers a fragment naming the new task. Errors are text answers
+/// (htmx shows them as an error toast): 404 for an entry no scheduler
+/// publishes, 400 for options that cannot be read or a refused enqueue,
+/// 503 when Redis is unreachable.
+async fn run_now_post(State(state): State<AppState>, Path(entry_id): Path<String>) -> Response {
+    match state.inspector.run_scheduler_entry(&entry_id).await {
+        Ok(info) => {
+            state.stats.invalidate().await;
+            RunNowDone {
+                root: state.config.root_path.clone(),
+                entry_id,
+                task_id: info.id,
+                task_type: info.task_type,
+                queue: info.queue,
+                state: info.state.to_string(),
+            }
+            .into_response()
+        }
+        Err(e) => action_error(e),
+    }
 }
 
 #[derive(Deserialize)]

@@ -187,7 +187,10 @@ pub(super) async fn batch_post(
         return (StatusCode::BAD_REQUEST, "no task selected").into_response();
     }
     let view = View::new(tab, &query);
-    apply_each(&state, &queue, &view, op, ids, "selected tasks").await
+    let n = ids.len() as u64;
+    let mut response = apply_each(&state, &queue, &view, op, ids, "selected tasks").await;
+    response.extensions_mut().insert(crate::web::AuditCount(n));
+    response
 }
 
 #[cfg(test)]

@@ -333,7 +333,7 @@ pub(super) async fn all_post(
     Query(confirmed): Query<Confirmed>,
     headers: HeaderMap,
 ) -> Response {
-    start(
+    let mut response = start(
         &state,
         &headers,
         path,
@@ -342,7 +342,11 @@ pub(super) async fn all_post(
         None,
         confirmed.confirmed,
     )
-    .await
+    .await;
+    if let Some(n) = confirmed.confirmed {
+        response.extensions_mut().insert(crate::web::AuditCount(n));
+    }
+    response
 }
 
 /// `POST …/{state}/matching/{op}`: starts the job on what the filters (or
