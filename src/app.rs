@@ -90,7 +90,7 @@ impl ServeError {
 }
 
 /// Reads the TLS files named in `config` into the connection options.
-fn connect_options(config: &ServeConfig) -> Result<ConnectOptions, ServeError> {
+pub(crate) fn connect_options(config: &ServeConfig) -> Result<ConnectOptions, ServeError> {
     let read = |flag: &str, path: &PathBuf| {
         std::fs::read(path).map_err(|e| {
             ServeError::Config(format!("cannot read {flag} file {}: {e}", path.display()))

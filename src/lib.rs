@@ -57,6 +57,7 @@ pub mod client;
 pub mod clock;
 pub mod demo;
 pub mod error;
+pub mod export;
 pub mod inspector;
 pub mod scheduler;
 pub mod server;

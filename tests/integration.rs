@@ -5,6 +5,8 @@ mod support;
 
 mod acl_topology;
 mod aggregator;
+mod archive_export;
+mod archive_export_serve;
 mod audit;
 mod cli;
 mod client;

@@ -62,6 +62,8 @@ mod due;
 mod engine;
 mod enqueue;
 mod enqueue_batch;
+mod export;
+mod export_cursor;
 mod info;
 mod jobs;
 mod jobs_chunks;
@@ -111,6 +113,7 @@ pub use engine::{
 };
 pub use enqueue::EnqueueTarget;
 pub use enqueue_batch::BATCH_CHUNK;
+pub use export_cursor::{EXPORT_CURSOR_TTL_SECS, export_cursor_key};
 pub(crate) use jobs::{Claim, StoredJob};
 pub use jobs::{
     JOBS_INDEX_KEY, JOBS_OPEN_KEY, JOBS_QUEUES_KEY, job_failed_key, job_key, job_skipped_key,

@@ -138,7 +138,8 @@ impl Broker {
     ) -> Result<Vec<ListedTask>> {
         page.validate()?;
         let container = Container::of(state, group);
-        let key = container.key(queue)?;
+        // Aggregating without a group is refused before the queue check.
+        container.key(queue)?;
         ensure_queue(self, queue).await?;
         let is_list = container.kind() == "list";
         let range = if is_list {
@@ -150,6 +151,26 @@ impl Broker {
             // Too far out for any Redis container.
             return Ok(Vec::new());
         };
+        let (mut out, _) = self.list_range(queue, container, start, stop).await?;
+        if is_list {
+            out.reverse();
+        }
+        Ok(out)
+    }
+
+    /// The tasks of `container` from `start` to `stop` inclusive (list
+    /// indexes, or zset ranks by ascending score), in container order (lists
+    /// left to right), decoded as [`Broker::list_task_page`] does, and the
+    /// number of ids the range held (ids whose hash is gone are not in the
+    /// rows). The queue is not checked.
+    pub(super) async fn list_range(
+        &self,
+        queue: &str,
+        container: Container<'_>,
+        start: i64,
+        stop: i64,
+    ) -> Result<(Vec<ListedTask>, usize)> {
+        let key = container.key(queue)?;
         let mut inv = scripts::LIST_TASKS.prepare_invoke();
         inv.key(&key);
         if container.state() == TaskState::Active {
@@ -166,7 +187,8 @@ impl Broker {
                 flat.len()
             )));
         }
-        let mut out = Vec::with_capacity(flat.len() / 4);
+        let read = flat.len() / 4;
+        let mut out = Vec::with_capacity(read);
         let mut it = flat.into_iter();
         while let (Some(id), Some(msg), Some(result), Some(score)) =
             (it.next(), it.next(), it.next(), it.next())
@@ -193,10 +215,7 @@ impl Broker {
                 score: score.as_deref().and_then(score_of),
             });
         }
-        if is_list {
-            out.reverse();
-        }
-        Ok(out)
+        Ok((out, read))
     }
 
     /// Reads one task (Go `rdb.GetTaskInfo`).

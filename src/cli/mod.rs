@@ -6,7 +6,8 @@
 //! [`ServeArgs::resolve`] turns flags into a [`ServeConfig`] without
 //! touching the network, and [`serve`] (in [`crate::app`], re-exported
 //! here) runs it, so both are testable in-process. `demo` runs through
-//! [`crate::demo::run`]. Files: `serve_args.rs` (the `serve` flags and
+//! [`crate::demo::run`]; `export` writes a tab's tasks (`export.rs`).
+//! Files: `serve_args.rs` (the `serve` flags and
 //! their resolution), `demo_args.rs` (the `demo` flags), `values.rs` (value parsers: durations, root path,
 //! host names, basic auth).
 //!
@@ -33,6 +34,7 @@
 //! the listen address cannot be bound, or a TLS file cannot be read.
 
 mod demo_args;
+mod export;
 mod serve_args;
 mod values;
 
@@ -45,6 +47,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 pub use crate::app::{ServeConfig, ServeError, serve, serve_with};
 pub use crate::server::shutdown_signal;
 pub use demo_args::DemoArgs;
+pub use export::ExportArgs;
 pub use serve_args::ServeArgs;
 pub use values::parse_duration;
 
@@ -91,7 +94,7 @@ impl Cli {
         match self.command {
             Some(Command::Serve(args)) => Some(*args),
             None => Some(self.serve),
-            Some(Command::Demo(_)) => None,
+            Some(Command::Demo(_) | Command::Export(_)) => None,
         }
     }
 }
@@ -109,6 +112,10 @@ pub enum Command {
     /// --redis-sentinel-master), else 127.0.0.1:6379 when it answers, else a
     /// private redis-server.
     Demo(DemoArgs),
+    /// Write every task of one tab of a queue (default: archived) as NDJSON
+    /// or CSV to stdout or --output, with the tab's filters and --since
+    /// (S31). Takes the Redis flags of `serve`.
+    Export(Box<ExportArgs>),
 }
 
 /// Runs a parsed command line to its end: resolves the flags (exiting 2 with
@@ -116,6 +123,9 @@ pub enum Command {
 /// until SIGINT/SIGTERM. Prints a one-line `error: ...` on stderr and
 /// returns exit code 1 when serving fails.
 pub fn main(cli: Cli) -> ExitCode {
+    if let Some(Command::Export(args)) = &cli.command {
+        return export::run(args);
+    }
     if let Some(Command::Demo(d)) = &cli.command {
         let redis = match d.redis_options() {
             Ok(r) => r,
@@ -136,7 +146,7 @@ pub fn main(cli: Cli) -> ExitCode {
         return run_blocking(crate::demo::run(opts, shutdown_signal()));
     }
     let Some(args) = cli.into_serve_args() else {
-        unreachable!("only demo has no serve arguments")
+        unreachable!("only demo and export have no serve arguments")
     };
     let config = match args.resolve() {
         Ok(c) => c,

@@ -231,6 +231,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ASYNQDECK_SCHEDULE", value_name = "FILE")]
     pub schedule: Option<std::path::PathBuf>,
 
+    /// Directory where the embedded engine appends newly archived tasks as
+    /// gzip NDJSON files, one per queue and UTC hour (S31).
+    #[arg(long, env = "ASYNQDECK_ARCHIVE_EXPORT_DIR", value_name = "DIR")]
+    pub archive_export_dir: Option<std::path::PathBuf>,
+
     /// Forwarder interval of the embedded engine (tests).
     #[arg(long, hide = true, value_parser = parse_duration)]
     pub forwarder_interval: Option<Duration>,
@@ -414,6 +419,12 @@ impl ServeArgs {
         {
             return Err("--forwarder-interval must be more than zero".into());
         }
+        if self.no_engine && self.archive_export_dir.is_some() {
+            warnings.push(
+                "--archive-export-dir ignored: the archive exporter runs in the engine, and --no-engine is set"
+                    .to_string(),
+            );
+        }
         let engine = (!self.no_engine).then(|| {
             let mut c = MaintenanceConfig {
                 sample_interval: Some(self.poll_interval),
@@ -422,6 +433,10 @@ impl ServeArgs {
             if let Some(d) = self.forwarder_interval {
                 c.forwarder_interval = d;
             }
+            c.archive_export = self
+                .archive_export_dir
+                .clone()
+                .map(crate::server::ArchiveExportConfig::new);
             c
         });
         Ok(ServeConfig {

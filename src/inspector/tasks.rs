@@ -64,7 +64,7 @@ impl TaskRow {
 /// A listed task as a row (wire spec §9.1, §11): `NextProcessAt` is `now`
 /// for pending, the score for scheduled and retry, `None` otherwise;
 /// `is_orphaned`: see [`is_orphaned`].
-fn row_of(
+pub(super) fn row_of(
     id: String,
     msg: Result<TaskMessage>,
     result: Option<Vec<u8>>,

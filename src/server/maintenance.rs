@@ -23,6 +23,9 @@
 //! - the outage sampler (asynqdeck only: each queue's retry and archived
 //!   sizes into `asynqdeck:{<queue>}:samples`; every poll interval, first
 //!   sample at once; S14, S29),
+//! - when [`MaintenanceConfig::archive_export`] is set, the archive
+//!   exporter (asynqdeck only: newly archived tasks appended to gzip NDJSON
+//!   files, queues whose archive changed; S31, `archive_export`),
 //!
 //! each reusing the server's component (`forwarder`, `recoverer`, `janitor`,
 //! `heartbeat`, `sampler`, `discovery`).
@@ -98,6 +101,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::archive_export::{ArchiveExportConfig, ArchiveExporter};
 use super::defaults::{
     DEFAULT_DISCOVERY_INTERVAL, DEFAULT_FORWARD_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_JANITOR_BATCH_SIZE, DEFAULT_JANITOR_INTERVAL, DEFAULT_RECOVER_INTERVAL,
@@ -157,6 +161,10 @@ pub struct MaintenanceConfig {
     /// Whether a lease expiry counts as a failure (Retried + 1, failed
     /// counters). Default: always (Go).
     pub is_failure: IsFailureFunc,
+    /// The archive exporter (`--archive-export-dir`, S31): archived tasks
+    /// appended to gzip NDJSON files within an interval of being archived
+    /// ([`super::archive_export`]). Default `None` (off).
+    pub archive_export: Option<ArchiveExportConfig>,
 }
 
 impl Default for MaintenanceConfig {
@@ -172,6 +180,7 @@ impl Default for MaintenanceConfig {
             sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
             retry_delay_func: default_retry_delay_fn(),
             is_failure: Arc::new(|_| true),
+            archive_export: None,
         }
     }
 }
@@ -187,6 +196,7 @@ impl std::fmt::Debug for MaintenanceConfig {
             .field("heartbeat_interval", &self.heartbeat_interval)
             .field("register_server", &self.register_server)
             .field("sample_interval", &self.sample_interval)
+            .field("archive_export", &self.archive_export)
             .finish_non_exhaustive()
     }
 }
@@ -303,6 +313,13 @@ impl Maintenance {
         if let Some(interval) = config.sample_interval {
             loops.push(tokio::spawn(
                 Sampler::new(broker.clone(), interval).run_indexed(index.clone(), shutdown.clone()),
+            ));
+        }
+
+        if let Some(export) = config.archive_export.clone() {
+            loops.push(tokio::spawn(
+                ArchiveExporter::new(broker.clone(), export)
+                    .run_indexed(index.clone(), shutdown.clone()),
             ));
         }
 

@@ -71,6 +71,7 @@ mod ack_replay;
 mod acks;
 #[doc(hidden)]
 pub mod aggregator;
+pub mod archive_export;
 mod backoff;
 pub mod defaults;
 #[doc(hidden)]
@@ -110,6 +111,7 @@ mod ticker;
 mod waker;
 mod worker;
 pub use aggregator::{AggregationReport, GroupAggregator};
+pub use archive_export::{ArchiveExportConfig, ArchiveExporter};
 pub use healthcheck::HealthCheckFunc;
 pub use heartbeat::ServerStatus;
 pub use hooks::{ErrorHandler, IsFailureFunc};

@@ -12,6 +12,7 @@
 //!   `asynqdeck serve` binary over TCP, with one reply type;
 //! - `seed`: tasks written into Redis the way Go leaves them;
 //! - `server`: our `Server` run in a test, and waits for a task's state;
+//! - `export`: the archive exporter's files;
 //! - `htmx`, `routes`, `restartable`: htmx fragments, every dashboard route,
 //!   redis-servers that can be killed and started again.
 //!
@@ -22,6 +23,7 @@
 pub mod clock;
 pub mod cluster;
 pub mod commandstats;
+pub mod export;
 pub mod htmx;
 pub mod http;
 pub mod jobs;

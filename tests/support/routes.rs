@@ -124,6 +124,9 @@ pub fn reads(s: &Subject) -> Vec<String> {
     for tab in TABS {
         out.push(format!("/queues/{q}/{tab}"));
         out.push(format!("/queues/{q}/{tab}/summary"));
+        // The tab's export (S31), both formats.
+        out.push(format!("/queues/{q}/{tab}/export"));
+        out.push(format!("/queues/{q}/{tab}/export?format=csv"));
         // Bulk actions' confirmation pages (the preview count of a job).
         for op in PAGE_OPS {
             out.push(format!("/queues/{q}/{tab}/all/{op}"));

@@ -21,10 +21,12 @@
 //! links, buttons and the templates), `render.rs` (one tab read and its
 //! formatting), `actions.rs` (buttons, toasts and the POST actions on a selection),
 //! `bulk.rs` (actions on a whole tab or on what a filter matches, as
-//! background jobs: the confirmation page and the start).
+//! background jobs: the confirmation page and the start), `export.rs`
+//! (the tab's tasks as an NDJSON or CSV download, S31).
 
 mod actions;
 mod bulk;
+mod export;
 mod query;
 mod render;
 mod routes;

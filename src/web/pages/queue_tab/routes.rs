@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 
 use super::actions::{Op, batch_post, op_views};
 use super::bulk::{all_get, all_post, matching_get, matching_post};
+use super::export::export_get;
 use super::query::{View, ViewQuery, parse_state};
 use super::render::{queue_stats, render_tab};
 use super::view::{QueuePage, QueueSummary};
@@ -20,7 +21,8 @@ use crate::web::pages::{Layout, is_htmx};
 use crate::web::urls;
 
 /// `GET /queues/{q}` (active tab, or `?status=`), `GET /queues/{q}/{state}`
-/// (page or live fragment), `GET …/summary`, `POST …/batch/{op}` (selected
+/// (page or live fragment), `GET …/summary`, `GET …/export` (the tab's
+/// tasks as a download, `export.rs`), `POST …/batch/{op}` (selected
 /// ids), and the bulk jobs (`bulk.rs`): `GET` (confirmation with the
 /// preview count) and `POST` (start the job) of `…/all/{op}` (the whole
 /// tab or group) and `…/matching/{op}` (what the filters or an error group
@@ -30,6 +32,7 @@ pub fn routes() -> Router<AppState> {
         .route("/queues/{queue}", get(view_queue_get))
         .route("/queues/{queue}/{state}", get(view_tab_get))
         .route("/queues/{queue}/{state}/summary", get(view_summary_get))
+        .route("/queues/{queue}/{state}/export", get(export_get))
         .route("/queues/{queue}/{state}/batch/{op}", post(batch_post))
         .route(
             "/queues/{queue}/{state}/all/{op}",

@@ -1,0 +1,79 @@
+//! Reads of the export (S31): a tab read in bounded chunks from any
+//! position, and the rank where a score starts (the cursor of the
+//! engine's archive exporter: `export_cursor.rs`).
+//!
+//! Each call is one bounded command or one call of the `list_tasks`
+//! script over at most the chunk asked for (the callers use 500), so no
+//! call blocks Redis for long whatever the size of the tab.
+
+use chrono::{DateTime, Utc};
+
+use super::Broker;
+use super::tasks::{Container, ListedTask};
+use crate::error::{Error, Result};
+use crate::task::TaskState;
+
+impl Broker {
+    /// Up to `count` tasks of the container of `state` (or of `group`'s
+    /// zset) from position `from` (0-based): for the pending and active
+    /// lists counted from the next-to-run (right) end, in that order; for
+    /// zsets the ranks by ascending score; and how many ids those positions
+    /// held (0: the end; ids whose hash is gone have no row). The queue is
+    /// not checked. Rows as [`Broker::list_task_page`].
+    ///
+    /// Errors: [`Error::InvalidArgument`] for aggregating without a group,
+    /// [`Error::Redis`].
+    pub(crate) async fn export_chunk(
+        &self,
+        queue: &str,
+        state: TaskState,
+        group: Option<&str>,
+        from: u64,
+        count: u64,
+    ) -> Result<(Vec<ListedTask>, usize)> {
+        let container = Container::of(state, group);
+        let (Ok(from), Ok(count)) = (i64::try_from(from), i64::try_from(count)) else {
+            return Ok((Vec::new(), 0));
+        };
+        if count == 0 {
+            return Ok((Vec::new(), 0));
+        }
+        if container.kind() == "list" {
+            let (mut out, read) = self
+                .list_range(queue, container, -(from + count), -(from + 1))
+                .await?;
+            out.reverse();
+            Ok((out, read))
+        } else {
+            self.list_range(queue, container, from, from + count - 1)
+                .await
+        }
+    }
+
+    /// The rank in the zset of `state` (or `group`) of the first task whose
+    /// score is at least `since`: `ZCOUNT key -inf (since`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for the pending and active lists
+    /// (no score) and aggregating without a group, [`Error::Redis`].
+    pub(crate) async fn export_rank_since(
+        &self,
+        queue: &str,
+        state: TaskState,
+        group: Option<&str>,
+        since: DateTime<Utc>,
+    ) -> Result<u64> {
+        let container = Container::of(state, group);
+        if container.kind() == "list" {
+            return Err(Error::InvalidArgument(format!(
+                "{state} tasks have no time to compare with since: use scheduled, retry, archived, completed or aggregating"
+            )));
+        }
+        let n: u64 = redis::cmd("ZCOUNT")
+            .arg(container.key(queue)?)
+            .arg("-inf")
+            .arg(format!("({}", since.timestamp()))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(n)
+    }
+}
