@@ -27,6 +27,7 @@ mod reliability_engine;
 mod reliability_recovery;
 mod reliability_review;
 mod reliability_web;
+mod retry_pressure;
 mod scale_reads;
 mod schedule_file;
 mod scheduler;

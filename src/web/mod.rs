@@ -21,6 +21,7 @@ pub mod format;
 mod hosts;
 mod metrics;
 pub(crate) mod pages;
+mod pressure;
 mod security;
 mod state;
 pub(crate) mod urls;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use axum::Router;
 
 pub use hosts::AllowedHosts;
+pub use pressure::{PressureCache, PressureCell};
 pub use state::{
     AppState, GROWTH_REFRESH, MEMORY_REFRESH, MemoryEstimate, QueueRow, Snapshot, StatsCache,
 };
