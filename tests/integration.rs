@@ -42,5 +42,6 @@ mod web_api;
 mod web_jobs;
 mod web_pages;
 mod web_queues;
+mod web_signatures;
 mod web_tasks;
 mod zz_cluster_audit;

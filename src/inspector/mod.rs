@@ -42,6 +42,7 @@ mod retry_pressure;
 mod samples;
 mod scheduler_groups;
 mod servers;
+pub mod signatures;
 mod snapshot;
 mod stats;
 mod tab;
@@ -67,6 +68,7 @@ pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, ServersPage,
     WorkerInfo,
 };
+pub use signatures::ErrSignature;
 pub use snapshot::{GrowthSamples, MemoryEstimate, QueueRow, Snapshot};
 pub use stats::{QueueStatsRow, StatsHints};
 pub use tab::{

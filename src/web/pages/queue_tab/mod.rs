@@ -21,13 +21,15 @@
 //! links, buttons and the templates), `render.rs` (one tab read and its
 //! formatting), `actions.rs` (buttons, toasts and the POST actions on a selection),
 //! `bulk.rs` (actions on a whole tab or on what a filter matches, as
-//! background jobs: the confirmation page and the start).
+//! background jobs: the confirmation page and the start), `signatures.rs`
+//! (the error signatures of the retry and archived tabs, formatted).
 
 mod actions;
 mod bulk;
 mod query;
 mod render;
 mod routes;
+mod signatures;
 mod view;
 
 pub use actions::{Op, OpText, op_views, respond_tab, trigger};
