@@ -169,6 +169,11 @@ async fn signatures_group_by_type_and_text_with_times_trend_and_links() {
     let uri = format!("/queues/sig/retry/matching/archive?type=email%3Asend&err={gid}");
     let c = http::page(&dash.app, &uri, false).await;
     assert_eq!(c.status, StatusCode::OK);
+    assert!(
+        c.body.contains(">Confirm: Archive 4 tasks</button>"),
+        "{}",
+        c.body
+    );
     let a = dash.post(&uri, "").await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     let job = jobs::finished(&insp, &jobs::started_id(&a)).await;

@@ -27,3 +27,4 @@ mod jobs;
 mod links;
 mod live_hold;
 mod outage;
+mod triage;
