@@ -26,7 +26,10 @@
 //! task state allows, one table; one task, a list of ids, a whole
 //! container), `tab.rs` (what a queue tab shows: page, filters, bounded
 //! scan, summary, the join with active workers), `errgroups.rs` (LastErr
-//! grouping and its verdict). The queue data types ([`QueueInfo`],
+//! grouping and its verdict), `signatures.rs` (error signatures: type +
+//! normalised LastErr with first / last seen and 1 h trend),
+//! `retry_pressure.rs` (retries due in the next 1 / 5 / 60 min). The
+//! queue data types ([`QueueInfo`],
 //! [`DailyStats`], [`GroupInfo`]) and [`Page`] are the broker's,
 //! re-exported here.
 
