@@ -75,6 +75,7 @@ ASYNQDECK_TEST_REDIS=cluster cargo test --test integration -- --test-threads=1 -
   client:: server_smoke:: server_seeds:: engine_broker:: maintenance:: maintenance_scale:: reliability_recovery:: \
   inspector_queues:: inspector_tasks:: servers:: scale_reads:: jobs:: scheduler_replicas:: aggregator:: \
   web_api:: web_pages:: web_queues:: web_tasks:: web_jobs:: dashboard_stats:: dashboard_scale:: \
+  retry_pressure:: web_signatures:: \
   zz_cluster_audit:: "${cluster_skips[@]}"
 echo "==> chaos suite (tests/chaos; RELIABILITY.md)"
 cargo test --test chaos
