@@ -10,7 +10,8 @@
 //!   no key changes, so a queue's figures are reused for one poll interval
 //!   (the view's refresh) and read again after it.
 //! - **Within the Redis budget:** each read is metered by the statistics'
-//!   [`RedisBudget`] (three commands per queue). While the budget is spent
+//!   [`RedisBudget`] (three commands per queue), on credit so a view never
+//!   waits for tokens (its debt defers what follows). While the budget is spent
 //!   nothing is read: a cell shows its last figures marked stale, or `…`
 //!   when there are none, and the deferral is counted on the Redis page.
 
@@ -20,6 +21,10 @@ use std::time::{Duration, Instant};
 
 use crate::broker::{RETRY_PRESSURE_COMMANDS, RedisBudget, RetryPressure};
 use crate::inspector::Inspector;
+
+/// Longest a view waits for the figures (Redis down or slow): the page
+/// then shows "n/a" in the cells rather than waiting longer.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Figures older than this many poll intervals are dropped from the cache
 /// (a queue no longer viewed).
@@ -100,7 +105,8 @@ impl PressureCache {
     /// The cells of `queues`, in order: figures read within the poll
     /// interval are reused; the others are read in one call, unless the
     /// budget is spent (then stale or unknown cells, and one deferral
-    /// counted). A failed read gives failed cells.
+    /// counted). A failed read, or one without a reply within
+    /// [`READ_TIMEOUT`], gives failed cells.
     pub async fn get(&self, inspector: &Inspector, queues: &[String]) -> Vec<PressureCell> {
         let now = Instant::now();
         let due: Vec<String> = {
@@ -123,11 +129,20 @@ impl PressureCache {
                 self.budget.note_deferred();
             } else {
                 let commands = RETRY_PRESSURE_COMMANDS * due.len() as u64;
-                match self
-                    .budget
-                    .metered(commands, inspector.retry_pressures(&due))
-                    .await
-                {
+                // Not over budget: read on credit (no wait for tokens; a debt
+                // defers the next reads, here and in the statistics).
+                let read = self.budget.on_credit(
+                    self.budget
+                        .metered(commands, inspector.retry_pressures(&due)),
+                );
+                let read = match tokio::time::timeout(READ_TIMEOUT, read).await {
+                    Ok(r) => r,
+                    Err(_) => Err(crate::Error::Internal(format!(
+                        "no reply within {} s",
+                        READ_TIMEOUT.as_secs()
+                    ))),
+                };
+                match read {
                     Ok(all) => {
                         let at = Instant::now();
                         let mut read = self.lock();
