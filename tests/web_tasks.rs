@@ -1125,7 +1125,7 @@ async fn lasterr_groups_outage_vs_bugs() {
         .unwrap()
         .to_string();
     assert!(out.body.contains(&format!(
-        "data-bulk=\"group-run\" href=\"/queues/out/retry/matching/run?err={gid}\""
+        "data-bulk=\"group-run\" href=\"/queues/out/retry/matching/run?type=email%3Asend&#38;err={gid}\""
     )));
     assert!(
         out.body

@@ -27,7 +27,10 @@
 //! task state allows, one table; one task, a list of ids, a whole
 //! container), `tab.rs` (what a queue tab shows: page, filters, bounded
 //! scan, summary, the join with active workers), `errgroups.rs` (LastErr
-//! grouping and its verdict). The queue data types ([`QueueInfo`],
+//! grouping and its verdict), `signatures.rs` (error signatures: type +
+//! normalised LastErr with first / last seen and 1 h trend),
+//! `retry_pressure.rs` (retries due in the next 1 / 5 / 60 min). The
+//! queue data types ([`QueueInfo`],
 //! [`DailyStats`], [`GroupInfo`]) and [`Page`] are the broker's,
 //! re-exported here.
 
@@ -41,10 +44,12 @@ pub mod jobs;
 mod left_behind;
 mod memory_cache;
 mod queues;
+mod retry_pressure;
 mod run_entry;
 mod samples;
 mod scheduler_groups;
 mod servers;
+pub mod signatures;
 mod snapshot;
 mod stats;
 mod tab;
@@ -53,6 +58,7 @@ mod tasks;
 pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
 pub use crate::broker::{BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};
+pub use crate::broker::{RETRY_PRESSURE_COMMANDS, RetryPressure};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
 pub use audit::{AUDIT_PAGE_MAX, AuditEntry, AuditFilter, AuditPage};
 pub use cluster::ClusterNode;
@@ -71,6 +77,7 @@ pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, ServersPage,
     WorkerInfo,
 };
+pub use signatures::ErrSignature;
 pub use snapshot::{GrowthSamples, MemoryEstimate, QueueRow, Snapshot};
 pub use stats::{QueueStatsRow, StatsHints};
 pub use tab::{

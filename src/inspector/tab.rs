@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 
 use super::errgroups::{self, ErrGroup};
+use super::signatures::{self, ErrSignature};
 use super::{GroupInfo, Inspector, Page, QueueInfo, TaskRow};
 use crate::error::{Error, Result};
 use crate::task::{TaskInfo, TaskState};
@@ -145,6 +146,10 @@ pub struct TabSummary {
     pub error_groups: Vec<ErrGroup>,
     /// [`errgroups::verdict`] of the groups; empty when none.
     pub verdict: String,
+    /// Error signatures (task type + normalised LastErr) with their first
+    /// and last seen and 1 h trend, judged at the broker's now
+    /// ([`errgroups::shown_for`] tabs only, else empty).
+    pub signatures: Vec<ErrSignature>,
 }
 
 /// A bounded read of a tab.
@@ -283,7 +288,13 @@ impl Inspector {
             Vec::new()
         };
         let verdict = errgroups::verdict(&error_groups, scanned.rows.len() - corrupt);
+        let signatures = if errgroups::shown_for(req.state) {
+            signatures::of_tasks(scanned.rows.iter().filter_map(TaskRow::task), self.now())
+        } else {
+            Vec::new()
+        };
         Ok(TabSummary {
+            signatures,
             group: scope.group,
             scanned: scanned.rows.len(),
             total: scanned.total,

@@ -23,6 +23,7 @@ pub mod format;
 mod hosts;
 mod metrics;
 pub(crate) mod pages;
+mod pressure;
 mod security;
 mod state;
 pub(crate) mod urls;
@@ -33,6 +34,7 @@ use axum::Router;
 
 pub use audit::{AuditCount, TrustedProxies};
 pub use hosts::AllowedHosts;
+pub use pressure::{PressureCache, PressureCell};
 pub use state::{
     AppState, GROWTH_REFRESH, MEMORY_REFRESH, MemoryEstimate, QueueRow, Snapshot, StatsCache,
 };

@@ -74,6 +74,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use super::WebConfig;
+use super::pressure::PressureCache;
 use crate::Inspector;
 use crate::inspector::{GrowthSamples, StatsHints};
 pub use crate::inspector::{MemoryEstimate, QueueRow, RedisBudget, Snapshot};
@@ -101,6 +102,9 @@ pub struct AppState {
     pub csrf_token: Arc<str>,
     /// The shared queue-statistics snapshot.
     pub stats: Arc<StatsCache>,
+    /// Retries due soon per queue, read for the rows shown, metered by the
+    /// same Redis budget as `stats` (`src/web/pressure.rs`).
+    pub pressure: Arc<PressureCache>,
 }
 
 impl AppState {
@@ -112,11 +116,13 @@ impl AppState {
             config.redis_budget_commands as f64,
             config.redis_budget_ms as f64,
         );
+        let budget = Arc::new(budget);
         AppState {
             inspector,
             config: Arc::new(config),
             csrf_token: token.into(),
-            stats: Arc::new(StatsCache::with_budget(interval, Arc::new(budget))),
+            stats: Arc::new(StatsCache::with_budget(interval, budget.clone())),
+            pressure: Arc::new(PressureCache::new(interval, budget)),
         }
     }
 }

@@ -150,19 +150,19 @@ async fn archived_tab_run_delete_and_bulk_delete() {
         let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["billing", "mail"]);
         // Columns (the Actions cell left out): Queue, State, Size, Active,
-        // Pending, Aggregating, Scheduled, Retry, Archived, Completed,
-        // Processed, Failed, ...
+        // Pending, Aggregating, Scheduled, Retry, Due 1·5·60 min, Archived,
+        // Completed, Processed, Failed, ...
         let mail = insp.queue_info("mail").await.unwrap();
         assert_eq!((mail.size, mail.archived, mail.failed), (6, 6, 6));
         assert_eq!(
-            rows[1].1[1..12],
-            ["run", "6", "0", "0", "0", "0", "0", "6", "0", "6", "6"]
+            rows[1].1[1..13],
+            ["run", "6", "0", "0", "0", "0", "0", "0 · 0 · 0", "6", "0", "6", "6"]
         );
         let billing = insp.queue_info("billing").await.unwrap();
         assert_eq!((billing.size, billing.pending), (3, 3));
         assert_eq!(
-            rows[0].1[1..12],
-            ["run", "3", "0", "3", "0", "0", "0", "0", "0", "0", "0"]
+            rows[0].1[1..13],
+            ["run", "3", "0", "3", "0", "0", "0", "0 · 0 · 0", "0", "0", "0", "0"]
         );
         page.assert_no_console_errors("the queues page").await;
 
@@ -404,7 +404,7 @@ async fn read_only_mode_shows_no_action_buttons() {
         check("/").await;
         let rows: Vec<(String, Vec<String>)> = page.js(QUEUE_ROWS).await;
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].1.len(), 15, "no Actions column");
+        assert_eq!(rows[0].1.len(), 16, "no Actions column");
         for (tab, path, rows) in [
             ("active", "/queues/mail/active", 1),
             ("pending", "/queues/mail/pending", 2),

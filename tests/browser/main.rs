@@ -30,3 +30,4 @@ mod links;
 mod live_hold;
 mod outage;
 mod run_now;
+mod triage;

@@ -10,7 +10,8 @@
 //! The samples come from the embedded engine's sampler
 //! (`asynqdeck:{<queue>}:samples`, see `server::sampler`); the decision is
 //! [`retry_growth`](crate::inspector::retry_growth), which the queues
-//! overview shares.
+//! overview shares. Beside the sparkline: the retry pressure, retries due
+//! in the next 1, 5 and 60 minutes ([`crate::web::PressureCache`]).
 
 use std::time::Duration;
 
@@ -120,6 +121,11 @@ struct OutageFragment {
     signal: Option<Signal>,
     /// Samples in the last hour.
     count: usize,
+    /// Retries due in the next 1 / 5 / 60 min (`3 · 40 · 200`), its
+    /// tooltip, and whether it is stale (over the Redis budget).
+    pressure: String,
+    pressure_title: String,
+    pressure_stale: bool,
 }
 
 pub fn routes() -> Router<AppState> {
@@ -135,7 +141,16 @@ async fn view_outage_get(State(state): State<AppState>, Path(queue): Path<String
     };
     let now = state.inspector.now();
     let signal = retry_growth(&samples, now).map(|g| signal(&samples, g, now));
+    let cell = state
+        .pressure
+        .get(&state.inspector, std::slice::from_ref(&queue))
+        .await
+        .pop()
+        .unwrap_or(crate::web::PressureCell::Unknown);
     OutageFragment {
+        pressure: cell.text(),
+        pressure_title: cell.title(),
+        pressure_stale: cell.stale(),
         layout: Layout::new(&state, format!("{queue} · retry growth"), "queues"),
         count: samples.len(),
         signal,

@@ -6,6 +6,9 @@
 //! `queues/order.rs`): a page formats only its own rows (at most
 //! [`order::MAX_PAGE_SIZE`]), so its size and cost do not grow with the
 //! number of queues; the totals row sums every queue of the snapshot.
+//! The "Due soon" column (retries due in the next 1 / 5 / 60 min) is read
+//! for the page's rows only, within the Redis budget
+//! (`src/web/pressure.rs`).
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -17,11 +20,11 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::{Layout, is_htmx};
-use crate::web::AppState;
 use crate::web::error::action_error;
 use crate::web::format;
 use crate::web::state::Snapshot;
 use crate::web::urls::filters;
+use crate::web::{AppState, PressureCell};
 
 mod order;
 use order::{Column, Overview, OverviewQuery};
@@ -59,12 +62,19 @@ pub struct RowStats {
     pub retry_trend: String,
     /// The retry set grows fast: an outage signal (S14, S29).
     pub retry_fast: bool,
+    /// Retries due in the next 1 / 5 / 60 min (`3 · 40 · 200`, `…` over
+    /// the Redis budget before a first read), its tooltip, and whether the
+    /// figures are stale.
+    pub pressure: String,
+    pub pressure_title: String,
+    pub pressure_stale: bool,
 }
 
-fn rows(queues: &[&crate::web::state::QueueRow]) -> Vec<Row> {
+fn rows(queues: &[&crate::web::state::QueueRow], pressure: &[PressureCell]) -> Vec<Row> {
     queues
         .iter()
-        .map(|q| match &q.info {
+        .zip(pressure)
+        .map(|(q, cell)| match &q.info {
             Ok(i) => {
                 let (memory, memory_title) = super::memory_cell(q.memory.as_ref());
                 Row {
@@ -96,6 +106,9 @@ fn rows(queues: &[&crate::web::state::QueueRow]) -> Vec<Row> {
                             })
                             .unwrap_or_default(),
                         retry_fast: q.growth.is_some_and(|g| g.fast),
+                        pressure: cell.text(),
+                        pressure_title: cell.title(),
+                        pressure_stale: cell.stale(),
                     }),
                     error: String::new(),
                 }
@@ -291,7 +304,26 @@ pub fn routes() -> axum::Router<AppState> {
 async fn queues_table(state: &AppState, mut view: Overview) -> (Overview, QueuesTable) {
     let snap: std::sync::Arc<Snapshot> = state.stats.get(&state.inspector).await;
     let (matched, page_rows) = view.select(&snap.queues);
-    let rows = rows(&page_rows);
+    // Retry pressure of the rows shown only (at most one page), in one
+    // call within the Redis budget.
+    let shown: Vec<String> = page_rows
+        .iter()
+        .filter(|q| q.info.is_ok())
+        .map(|q| q.name.clone())
+        .collect();
+    let mut read = state
+        .pressure
+        .get(&state.inspector, &shown)
+        .await
+        .into_iter();
+    let cells: Vec<PressureCell> = page_rows
+        .iter()
+        .map(|q| match q.info {
+            Ok(_) => read.next().unwrap_or(PressureCell::Unknown),
+            Err(_) => PressureCell::Unknown,
+        })
+        .collect();
+    let rows = rows(&page_rows, &cells);
     let fast: Vec<&str> = snap
         .queues
         .iter()

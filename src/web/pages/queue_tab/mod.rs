@@ -22,7 +22,8 @@
 //! formatting), `actions.rs` (buttons, toasts and the POST actions on a selection),
 //! `bulk.rs` (actions on a whole tab or on what a filter matches, as
 //! background jobs: the confirmation page and the start), `export.rs`
-//! (the tab's tasks as an NDJSON or CSV download, S31).
+//! (the tab's tasks as an NDJSON or CSV download, S31), `signatures.rs`
+//! (the error signatures of the retry and archived tabs, formatted).
 
 mod actions;
 mod bulk;
@@ -30,6 +31,7 @@ mod export;
 mod query;
 mod render;
 mod routes;
+mod signatures;
 mod view;
 
 pub use actions::{Op, OpText, op_views, respond_tab, trigger};

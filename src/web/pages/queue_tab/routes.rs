@@ -12,6 +12,7 @@ use super::bulk::{all_get, all_post, matching_get, matching_post};
 use super::export::export_get;
 use super::query::{View, ViewQuery, parse_state};
 use super::render::{queue_stats, render_tab};
+use super::signatures::SignatureView;
 use super::view::{QueuePage, QueueSummary};
 use crate::TaskState;
 use crate::inspector::{SCAN_LIMIT, errgroups};
@@ -139,6 +140,7 @@ async fn view_summary_get(
         _ => String::new(),
     };
     let root = root.trim_end_matches('/');
+    let now = state.inspector.now();
     QueueSummary {
         layout: Layout::new(&state, "summary", "queues"),
         tab_url: format!("{root}/queues/{}/{tab}", urls::segment(&queue)),
@@ -149,13 +151,13 @@ async fn view_summary_get(
         corrupt: summary.corrupt,
         types: summary.types,
         show_groups: errgroups::shown_for(tab),
-        groups: summary.error_groups,
+        signatures: summary
+            .signatures
+            .iter()
+            .map(|s| SignatureView::of(s, now))
+            .collect(),
         verdict: summary.verdict,
-        group_ops: op_views(
-            &group_ops,
-            "every task with this error (among the scanned ones)",
-            true,
-        ),
+        group_ops: op_views(&group_ops, "every task of this type with this error", true),
     }
     .into_response()
 }

@@ -7,7 +7,7 @@ use askama_web::WebTemplate;
 use chrono::{DateTime, Utc};
 
 use super::query::{Filter, PAGE_SIZES, View};
-use crate::inspector::{ErrGroup, GroupInfo, QueueInfo, TaskRow, WorkerTimes};
+use crate::inspector::{GroupInfo, QueueInfo, TaskRow, WorkerTimes};
 use crate::web::MemoryEstimate;
 use crate::web::format::{self, Preview};
 use crate::web::pages::Layout;
@@ -321,7 +321,8 @@ pub(super) struct QueueSummary {
     pub corrupt: usize,
     pub types: Vec<(String, usize)>,
     pub show_groups: bool,
-    pub groups: Vec<ErrGroup>,
+    /// Error signatures (type + normalised LastErr), most tasks first.
+    pub signatures: Vec<super::signatures::SignatureView>,
     /// One-line reading of the groups (S14), empty when too few tasks.
     pub verdict: String,
     pub group_ops: Vec<OpView>,
