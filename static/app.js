@@ -102,16 +102,6 @@
     document.addEventListener(type, function () { setTimeout(resumeLeft, 0); });
   });
 
-  // Forms answered 422 come back with their values and the problems:
-  // swap them in (forms marked data-swap-422: enqueue, edit payload).
-  document.addEventListener("htmx:beforeSwap", function (evt) {
-    var elt = evt.detail.elt;
-    if (evt.detail.xhr && evt.detail.xhr.status === 422 && elt && elt.closest && elt.closest("form[data-swap-422]")) {
-      evt.detail.shouldSwap = true;
-      evt.detail.isError = false;
-    }
-  });
-
   // A failed poll marks the fragment stale instead of breaking the page.
   function markStale(evt, on) {
     var elt = evt.detail.elt;

@@ -42,10 +42,11 @@ const MAX_ERROR_TEXT: usize = 300;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AuditCount(pub u64);
 
-/// Why a mutating action was refused, in words, when its answer's body is
-/// not (a form shown again): the audit entry's result carries it.
+/// A mutating action refused although its answer is a 200 (a form shown
+/// again with its problems, so the browser swaps it in): the audit entry
+/// records this status (e.g. 422) and the problems in words.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuditError(pub String);
+pub struct AuditError(pub u16, pub String);
 
 /// Peers whose [`WebConfig::auth_header`](super::WebConfig::auth_header)
 /// is believed: addresses and CIDR prefixes (`10.0.0.0/8`, `::1`).
@@ -216,14 +217,13 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         .get::<AuditCount>()
         .map(|c| c.0)
         .or(single.then_some(1));
-    let noted = response
-        .extensions()
-        .get::<AuditError>()
-        .map(|e| e.0.clone());
-    let (response, result) = if status.is_success() || status.is_redirection() {
+    let noted = response.extensions().get::<AuditError>().cloned();
+    let mut recorded_status = status.as_u16();
+    let (response, result) = if let Some(AuditError(code, text)) = noted {
+        recorded_status = code;
+        (response, format!("error: {code} {text}"))
+    } else if status.is_success() || status.is_redirection() {
         (response, "ok".to_string())
-    } else if let Some(text) = noted {
-        (response, format!("error: {} {text}", status.as_u16()))
     } else {
         let (parts, body) = response.into_parts();
         let bytes = axum::body::to_bytes(body, 64 * 1024)
@@ -246,7 +246,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         scope,
         count,
         result,
-        status: status.as_u16(),
+        status: recorded_status,
     };
     match state.inspector.record_audit(&entry).await {
         Ok(id) => {

@@ -24,6 +24,7 @@ mod harness;
 mod actions;
 mod audit;
 mod console;
+mod enqueue;
 mod export;
 mod jobs;
 mod links;

@@ -10,9 +10,9 @@
 //!   ([`Inspector::edit_task_payload`](crate::Inspector::edit_task_payload)).
 //!
 //! Both POSTs go through htmx (CSRF token) and are audited like every
-//! change. Refused input answers 422 with the form again, the values kept
-//! and the problems listed (the page's script swaps 422 answers of forms
-//! marked `data-swap-422`); the audit entry carries the problems.
+//! change. Refused input answers the form again (200, swapped in by htmx),
+//! the values kept and the problems listed; the audit entry records it as
+//! refused (422) with the problems.
 //! Read-only mode shows no form (and the security layer refuses the POST).
 
 use askama::Template;
@@ -87,10 +87,14 @@ fn go_to_task(state: &AppState, queue: &str, id: &str) -> Response {
         .into_response()
 }
 
-/// 422 with `body`, the problems noted for the audit log.
+/// The form again (200, so htmx swaps it in), recorded in the audit log
+/// as refused with 422 and the problems.
 fn refused(body: impl IntoResponse, errors: &[String]) -> Response {
-    let mut r = (StatusCode::UNPROCESSABLE_ENTITY, body).into_response();
-    r.extensions_mut().insert(AuditError(errors.join("; ")));
+    let mut r = body.into_response();
+    r.extensions_mut().insert(AuditError(
+        StatusCode::UNPROCESSABLE_ENTITY.as_u16(),
+        errors.join("; "),
+    ));
     r
 }
 
