@@ -27,7 +27,8 @@
 //! task state allows, one table; one task, a list of ids, a whole
 //! container), `tab.rs` (what a queue tab shows: page, filters, bounded
 //! scan, summary, the join with active workers), `errgroups.rs` (LastErr
-//! grouping and its verdict). The queue data types ([`QueueInfo`],
+//! grouping and its verdict), `search_query.rs` and `search.rs` (search
+//! across queues and states: the query language, the bounded scan). The queue data types ([`QueueInfo`],
 //! [`DailyStats`], [`GroupInfo`]) and [`Page`] are the broker's,
 //! re-exported here.
 
@@ -43,6 +44,8 @@ mod queues;
 mod run_entry;
 mod samples;
 mod scheduler_groups;
+mod search;
+mod search_query;
 mod servers;
 mod snapshot;
 mod stats;
@@ -65,6 +68,8 @@ pub use samples::{
     QueueSample, RetryGrowth, retry_growth,
 };
 pub use scheduler_groups::ReplicaGroup;
+pub use search::{SEARCH_BUDGET, SearchCursor, SearchHit, SearchPage};
+pub use search_query::{SEARCH_STATES, SearchQuery};
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, ServersPage,
     WorkerInfo,
