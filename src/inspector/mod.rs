@@ -68,7 +68,7 @@ pub use samples::{
     QueueSample, RetryGrowth, retry_growth,
 };
 pub use scheduler_groups::ReplicaGroup;
-pub use search::{SEARCH_BUDGET, SearchCursor, SearchHit, SearchPage};
+pub use search::{SEARCH_BUDGET, SEARCH_MAX_READS, SearchCursor, SearchHit, SearchPage};
 pub use search_query::{SEARCH_STATES, SearchQuery};
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, ServersPage,

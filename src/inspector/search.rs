@@ -27,6 +27,9 @@ use crate::task::{TaskInfo, TaskState};
 
 /// Most tasks one search call reads.
 pub const SEARCH_BUDGET: usize = 2_000;
+/// Most page reads (Redis calls) one search call makes, however small the
+/// containers.
+pub const SEARCH_MAX_READS: usize = 200;
 
 /// Where a search resumes: the next container position to read, the page
 /// size of the scan, and the tasks read by the calls before.
@@ -170,7 +173,6 @@ impl Inspector {
             .sum();
 
         let chunk = cursor.map_or(budget.min(SCAN_PAGE), |c| c.chunk);
-        let reads_allowed = (budget / chunk).max(1);
         let scanned_before = cursor.map_or(0, |c| c.scanned);
         let first_queue = match cursor {
             Some(c) => queues.partition_point(|q| q.as_str() < c.queue.as_str()),
@@ -201,7 +203,10 @@ impl Inspector {
                     _ => 0,
                 };
                 loop {
-                    if reads == reads_allowed {
+                    // The next read's size: a page, or what the statistics
+                    // say is left of the container.
+                    let next = count.map_or(chunk, |t| t.saturating_sub(offset).clamp(1, chunk));
+                    if reads > 0 && (out.scanned_now + next > budget || reads == SEARCH_MAX_READS) {
                         out.cursor = Some(SearchCursor {
                             queue: queue.clone(),
                             state,
@@ -225,9 +230,10 @@ impl Inspector {
                     out.scanned += n;
                     self.collect_hits(query, queue, state, rows, &mut out.hits)
                         .await?;
-                    // A short page is the end, unless the statistics say more
-                    // follow (ids whose hash is gone make a page short).
-                    if n == 0 || (n < chunk && count.is_none_or(|t| offset >= t)) {
+                    // The end: an empty page, or the container's size in the
+                    // statistics reached (ids whose hash is gone make a page
+                    // short); without statistics, a short page.
+                    if n == 0 || count.map_or(n < chunk, |t| offset >= t) {
                         break;
                     }
                 }

@@ -13,6 +13,7 @@ mod queue_tab;
 mod queues;
 mod redis_info;
 mod schedulers;
+mod search;
 mod servers;
 mod task;
 
@@ -34,7 +35,7 @@ pub struct Layout {
     pub poll_secs: u64,
     /// Page title.
     pub title: String,
-    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`, `audit`.
+    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`, `audit`, `search`.
     pub nav: &'static str,
 }
 
@@ -93,6 +94,7 @@ pub fn routes() -> Router<AppState> {
         .merge(left_behind::routes())
         .merge(jobs::routes())
         .merge(audit::routes())
+        .merge(search::routes())
         .fallback(not_found)
 }
 
