@@ -29,3 +29,4 @@ mod links;
 mod live_hold;
 mod outage;
 mod run_now;
+mod search;
