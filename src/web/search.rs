@@ -18,16 +18,26 @@ use crate::inspector::{SEARCH_BUDGET, SearchCursor, SearchPage, SearchQuery, Tas
 /// The query string of `/search` and `/api/search`.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct SearchParams {
+    /// The search box's text.
     pub q: Option<String>,
+    /// `queue:` (a comma list).
     pub queue: Option<String>,
+    /// `state:` (a comma list).
     pub state: Option<String>,
+    /// `type:` (exact, or a prefix ending in `*`).
     #[serde(rename = "type")]
     pub task_type: Option<String>,
+    /// `error~`.
     pub error: Option<String>,
+    /// `payload~`.
     pub payload: Option<String>,
+    /// `age>` (`90s`, `1h30m`, `2d`).
     pub age: Option<String>,
+    /// `retried>`.
     pub retried: Option<String>,
+    /// Where the scan resumes ([`SearchCursor::encode`]).
     pub cursor: Option<String>,
+    /// Tasks read in this step (1..=[`SEARCH_BUDGET`], the default).
     pub limit: Option<usize>,
 }
 
