@@ -473,3 +473,72 @@ async fn the_page_links_tasks_escapes_errors_and_offers_bulk_jobs() {
         TaskState::Retry
     );
 }
+
+/// Queues whose states the statistics count as empty cost no read: 1,000
+/// of them beside one task are scanned in one step (1,000 × 6 reads would
+/// take 30 steps of `SEARCH_MAX_READS`).
+#[tokio::test]
+async fn empty_queues_cost_no_reads() {
+    let db = support::redis();
+    let mut c = db.raw().await;
+    let empty: Vec<String> = (0..1000).map(|i| format!("idle{i:04}")).collect();
+    let _: () = c.sadd(keys::ALL_QUEUES, &empty).await.unwrap();
+    seed::task(&mut c, "work", "w1", "pending", 0).await;
+    let d = dashboard(&db).await;
+    let v = http::get_json(&d.app, "/api/search").await;
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (v["scanned"].as_u64(), v["total"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(v["cursor"].is_null(), "{v}");
+}
+
+/// Many small states are read at most `SEARCH_MAX_READS` (200) per step:
+/// 250 queues of one pending task each take two steps, 200 then 50.
+#[tokio::test]
+async fn a_step_makes_at_most_200_reads() {
+    let db = support::redis();
+    let mut c = db.raw().await;
+    for i in 0..250 {
+        seed::task(&mut c, &format!("q{i:03}"), "t", "pending", 0).await;
+    }
+    let d = dashboard(&db).await;
+    let v = http::get_json(&d.app, "/api/search").await;
+    assert_eq!(asynqdeck::inspector::SEARCH_MAX_READS, 200);
+    assert_eq!(
+        (v["scanned_now"].as_u64(), v["total"].as_u64()),
+        (Some(200), Some(250))
+    );
+    let last = v["tasks"].as_array().unwrap().last().unwrap()["queue"].clone();
+    assert_eq!(last, "q199");
+    let cur = v["cursor"].as_str().unwrap();
+    let v = http::get_json(&d.app, &format!("/api/search?cursor={cur}")).await;
+    assert_eq!(
+        (v["scanned_now"].as_u64(), v["scanned"].as_u64()),
+        (Some(50), Some(250))
+    );
+    assert_eq!(v["tasks"][0]["queue"], "q200");
+    assert!(v["cursor"].is_null());
+}
+
+/// Read-only mode: the search answers, and offers no bulk action.
+#[tokio::test]
+async fn read_only_searches_without_bulk_actions() {
+    let db = support::redis();
+    seed_three_queues(&db).await;
+    let clock = SimulatedClock::new(now());
+    let insp = Inspector::from_broker(support::clock::broker_at(&db, &clock).await);
+    let d = Dashboard::new(
+        insp,
+        WebConfig {
+            poll_interval: std::time::Duration::ZERO,
+            read_only: true,
+            ..WebConfig::default()
+        },
+    );
+    let page = http::get(&d.app, "/search?q=queue%3Aalpha+state%3Aretry").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("href=\"/queues/alpha/tasks/a3\""));
+    assert!(!page.body.contains("/matching/") && !page.body.contains("/all/"));
+}
