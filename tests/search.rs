@@ -247,7 +247,7 @@ async fn every_filter_finds_exactly_its_tasks() {
     .await;
     assert_eq!(v["tasks"].as_array().unwrap().len(), 1);
     assert_eq!(v["tasks"][0]["id"], "a4");
-    assert_eq!(v["query"], "queue:alpha state:retry,archived error~timeout");
+    assert_eq!(v["query"], "queue:alpha state:retry,archived error~TIMEOUT");
     assert_eq!(v["total"], 2);
 }
 

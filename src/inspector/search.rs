@@ -252,9 +252,13 @@ impl Inspector {
         rows: Vec<TaskRow>,
         hits: &mut Vec<SearchHit>,
     ) -> Result<()> {
+        let error = query.error.as_deref().map(str::to_lowercase);
         let rows: Vec<TaskRow> = rows
             .into_iter()
-            .filter(|r| r.task().is_none_or(|t| matches_fields(query, t)))
+            .filter(|r| {
+                r.task()
+                    .is_none_or(|t| matches_fields(query, error.as_deref(), t))
+            })
             .collect();
         let since: Vec<Option<DateTime<Utc>>> = if state == TaskState::Pending {
             let ids: Vec<&str> = rows.iter().map(TaskRow::id).collect();
@@ -291,13 +295,11 @@ impl Inspector {
     }
 }
 
-/// The type, error, payload and retried filters (the age filter needs the
-/// time, [`SearchHit::since`]).
-fn matches_fields(q: &SearchQuery, t: &TaskInfo) -> bool {
+/// The type, error (`error`: the query's, lower-cased), payload and
+/// retried filters (the age filter needs the time, [`SearchHit::since`]).
+fn matches_fields(q: &SearchQuery, error: Option<&str>, t: &TaskInfo) -> bool {
     q.type_matches(&t.task_type)
-        && q.error
-            .as_deref()
-            .is_none_or(|e| t.last_err.to_lowercase().contains(e))
+        && error.is_none_or(|e| t.last_err.to_lowercase().contains(e))
         && q.payload
             .as_deref()
             .is_none_or(|p| contains(&t.payload, p.as_bytes()))

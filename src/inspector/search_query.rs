@@ -46,7 +46,7 @@ pub struct SearchQuery {
     pub states: Vec<TaskState>,
     /// Task type: exact, or a prefix when it ends with `*`.
     pub task_type: Option<String>,
-    /// Substring of LastErr, lower-cased (matched case-insensitively).
+    /// Substring of LastErr, as typed (matched case-insensitively).
     pub error: Option<String>,
     /// Substring of the payload bytes (case-sensitive).
     pub payload: Option<String>,
@@ -80,7 +80,7 @@ impl SearchQuery {
                     "free text is an error~ search, and error~ is already given",
                 ));
             }
-            q.error = Some(free.join(" ").to_lowercase());
+            q.error = Some(free.join(" "));
         }
         Ok(q)
     }
@@ -228,7 +228,7 @@ impl SearchQuery {
             }
             "error" => {
                 once(self.error.is_some())?;
-                self.error = Some(value.to_lowercase());
+                self.error = Some(value.to_string());
             }
             "payload" => {
                 once(self.payload.is_some())?;
@@ -371,7 +371,7 @@ mod tests {
         assert_eq!(q.queues, ["a", "b", "c"]);
         assert_eq!(q.states, [TaskState::Retry, TaskState::Archived]);
         assert_eq!(q.task_type.as_deref(), Some("email:*"));
-        assert_eq!(q.error.as_deref(), Some("timeout"));
+        assert_eq!(q.error.as_deref(), Some("TimeOut"));
         assert_eq!(q.payload.as_deref(), Some("user42"));
         assert_eq!(q.older_than, Some(Duration::from_secs(5_400)));
         assert_eq!(q.retried_over, Some(3));
@@ -382,7 +382,7 @@ mod tests {
     #[test]
     fn free_words_and_quotes_are_an_error_search() {
         let q = SearchQuery::parse("Connection  refused").unwrap();
-        assert_eq!(q.error.as_deref(), Some("connection refused"));
+        assert_eq!(q.error.as_deref(), Some("Connection refused"));
         let q = SearchQuery::parse(r#"error~"dial tcp: refused" "db:""#);
         assert!(q.is_err(), "free text beside error~ is refused");
         let q = SearchQuery::parse(r#""db:" type:x"#).unwrap();
