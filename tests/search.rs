@@ -460,6 +460,12 @@ async fn the_page_links_tasks_escapes_errors_and_offers_bulk_jobs() {
             "/queues/alpha/retry/matching/delete?type=email%3Asend",
         ]
     );
+    assert!(
+        page.body
+            .contains("On every match in the tab (<span class=\"bulk-count\">1 task</span>)"),
+        "{}",
+        page.body
+    );
     let confirm = http::get(&d.app, &bulk[1]).await;
     assert_eq!(confirm.status, StatusCode::OK);
     assert!(

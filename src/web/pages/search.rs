@@ -53,6 +53,9 @@ struct SearchView {
     more: String,
     bulk: Vec<BulkLink>,
     bulk_note: String,
+    /// How many tasks the bulk actions would act on, when this step scanned
+    /// the whole tab (else empty: the confirmation page counts them).
+    bulk_count: String,
     budget: usize,
 }
 
@@ -103,6 +106,7 @@ async fn view_search_get(
         more: String::new(),
         bulk: Vec::new(),
         bulk_note: String::new(),
+        bulk_count: String::new(),
         budget: SEARCH_BUDGET,
     };
     // The box shows the whole query, the separate parameters included.
@@ -128,7 +132,20 @@ async fn view_search_get(
                 view.more = qs;
             }
             match bulk_links(&query) {
-                Ok(links) => view.bulk = links,
+                Ok(links) => {
+                    view.bulk = links;
+                    if page.cursor.is_none() && page.scanned == page.scanned_now {
+                        // The whole tab in this step: the count is exact. A
+                        // filtered job skips corrupt rows; "all" takes them.
+                        let n = page
+                            .hits
+                            .iter()
+                            .filter(|h| query.is_unfiltered() || h.row.task().is_some())
+                            .count();
+                        let s = if n == 1 { "" } else { "s" };
+                        view.bulk_count = format!("{n} task{s}");
+                    }
+                }
                 Err(why) => view.bulk_note = why,
             }
             view.rows = page.hits.into_iter().map(row_of).collect();
