@@ -124,6 +124,9 @@ pub struct SearchPage {
     pub total: usize,
     /// Where the next call resumes; `None` when the scan is complete.
     pub cursor: Option<SearchCursor>,
+    /// Containers this call could not read and skipped (a key of the wrong
+    /// type, say), as `<queue> <state>: <error>`.
+    pub errors: Vec<String>,
 }
 
 impl Inspector {
@@ -184,6 +187,7 @@ impl Inspector {
             scanned: scanned_before,
             total,
             cursor: None,
+            errors: Vec::new(),
         };
         let mut reads = 0;
         for queue in &queues[first_queue..] {
@@ -221,6 +225,12 @@ impl Inspector {
                         Ok(rows) => rows,
                         // Deleted since, or never there: nothing to find.
                         Err(Error::QueueNotFound { .. }) => break 'states,
+                        // Data Redis cannot read as a container: skipped, said.
+                        Err(e) if unreadable(&e) => {
+                            reads += 1;
+                            out.errors.push(format!("{queue} {state}: {e}"));
+                            break;
+                        }
                         Err(e) => return Err(e),
                     };
                     reads += 1;
@@ -304,6 +314,16 @@ fn matches_fields(q: &SearchQuery, error: Option<&str>, t: &TaskInfo) -> bool {
             .as_deref()
             .is_none_or(|p| contains(&t.payload, p.as_bytes()))
         && q.retried_over.is_none_or(|n| t.retried > n)
+}
+
+/// An error of the data (a key of the wrong type, a corrupt value), not of
+/// the connection to Redis.
+fn unreadable(e: &Error) -> bool {
+    match e {
+        Error::Corrupt { .. } | Error::FailedPrecondition(_) => true,
+        Error::Redis(_) => !e.is_redis_unavailable(),
+        _ => false,
+    }
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -3,10 +3,12 @@
 //! states (`web/search.rs`). Answers
 //! `{"tasks":[{"queue","id","type","state","payload","last_error",
 //! "retried","max_retry","since","error"}],"scanned":N,"scanned_now":n,
-//! "total":M,"cursor":"…"|null,"query":"…"}`: `scanned` counts the tasks
+//! "total":M,"cursor":"…"|null,"query":"…","errors":["<queue> <state>: …"]}`: `scanned` counts the tasks
 //! read by the whole scan so far, `total` the tasks in scope by the
 //! statistics, `cursor` resumes the scan (`null` when it is complete). A
-//! corrupt task is a row with `"type":""` and `error` set. A bad query is
+//! corrupt task is a row with `"type":""` and `error` set; a state that
+//! cannot be read (a key of the wrong type) is skipped and named in
+//! `errors`. A bad query is
 //! 400 with the parse error naming the bad word.
 
 use axum::Json;
@@ -49,6 +51,8 @@ struct SearchJson {
     total: usize,
     cursor: Option<String>,
     query: String,
+    /// States that could not be read and were skipped.
+    errors: Vec<String>,
 }
 
 fn hit_json(h: SearchHit, max_payload: usize) -> HitJson {
@@ -96,6 +100,7 @@ pub async fn search(State(state): State<AppState>, Query(params): Query<SearchPa
                 total: page.total,
                 cursor: page.cursor.map(|c| c.encode()),
                 query: query.to_text(),
+                errors: page.errors,
             })
             .into_response()
         }

@@ -56,6 +56,8 @@ struct SearchView {
     /// How many tasks the bulk actions would act on, when this step scanned
     /// the whole tab (else empty: the confirmation page counts them).
     bulk_count: String,
+    /// States skipped because they could not be read.
+    skipped: Vec<String>,
     budget: usize,
 }
 
@@ -107,6 +109,7 @@ async fn view_search_get(
         bulk: Vec::new(),
         bulk_note: String::new(),
         bulk_count: String::new(),
+        skipped: Vec::new(),
         budget: SEARCH_BUDGET,
     };
     // The box shows the whole query, the separate parameters included.
@@ -148,6 +151,7 @@ async fn view_search_get(
                 }
                 Err(why) => view.bulk_note = why,
             }
+            view.skipped = page.errors;
             view.rows = page.hits.into_iter().map(row_of).collect();
             view.into_response()
         }
