@@ -120,7 +120,7 @@ pub struct SearchPage {
     pub scanned: usize,
     /// Tasks in scope by the statistics snapshot: the sizes of the states
     /// in scope summed over the queues in scope (queues without statistics
-    /// count 0).
+    /// count 0), and never less than `scanned`.
     pub total: usize,
     /// Where the next call resumes; `None` when the scan is complete.
     pub cursor: Option<SearchCursor>,
@@ -218,6 +218,7 @@ impl Inspector {
                             chunk,
                             scanned: out.scanned,
                         });
+                        out.total = out.total.max(out.scanned);
                         return Ok(out);
                     }
                     let page = Page::new(offset / chunk + 1, chunk)?;
@@ -249,6 +250,7 @@ impl Inspector {
                 }
             }
         }
+        out.total = out.total.max(out.scanned);
         Ok(out)
     }
 
