@@ -249,6 +249,20 @@ async fn every_filter_finds_exactly_its_tasks() {
     assert_eq!(v["tasks"][0]["id"], "a4");
     assert_eq!(v["query"], "queue:alpha state:retry,archived error~TIMEOUT");
     assert_eq!(v["total"], 2);
+    // queue and state repeat; unknown parameters are ignored.
+    let v = http::get_json(
+        &d.app,
+        "/api/search?queue=gamma&queue=alpha&state=retry&state=pending&page=3",
+    )
+    .await;
+    assert_eq!(v["query"], "queue:alpha queue:gamma state:pending,retry");
+    let ids: Vec<&str> = v["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a1", "a2", "a3", "g1"]);
 }
 
 #[tokio::test]
@@ -435,6 +449,15 @@ async fn a_bad_query_is_400_naming_the_word() {
     let r = http::get(&d.app, "/api/search?age=soon").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert!(r.text().contains("\"age=soon\""), "{}", r.text());
+    let r = http::get(&d.app, "/api/search?limit=many").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.text(),
+        "invalid argument: limit=\"many\": a whole number is needed\n"
+    );
+    let r = http::get(&d.app, "/api/search?type=a&type=b").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.text().contains("type is given twice"), "{}", r.text());
     let r = http::get(&d.app, "/api/search?cursor=zz").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let page = http::get(&d.app, "/search?q=age%3E%3Cb%3E").await;

@@ -4,60 +4,66 @@
 //!
 //! Parameters: `q` (the search box's text, [`SearchQuery::parse`]), the
 //! same filters one by one (`queue`, `state`, `type`, `error`, `payload`,
-//! `age`, `retried`, added to `q`'s), `cursor` (where the scan resumes)
+//! `age`, `retried`, added to `q`'s; `queue` and `state` may repeat),
+//! `cursor` (where the scan resumes)
 //! and `limit` (tasks read per step, default and most
 //! [`SEARCH_BUDGET`]).
 
-use serde::Deserialize;
-
 use super::AppState;
 use super::urls::{encode, segment};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::inspector::{SEARCH_BUDGET, SearchCursor, SearchPage, SearchQuery, TaskAction};
 
-/// The query string of `/search` and `/api/search`.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// The filters that may be given as parameters, as [`SearchQuery::add_param`]
+/// names them.
+const FILTER_KEYS: [&str; 7] = [
+    "queue", "state", "type", "error", "payload", "age", "retried",
+];
+
+/// The query string of `/search` and `/api/search` (read as pairs, so
+/// `queue` and `state` may repeat; other parameters are ignored).
+#[derive(Clone, Debug, Default)]
 pub struct SearchParams {
-    /// The search box's text.
+    /// The search box's text (several `q` are joined by spaces).
     pub q: Option<String>,
-    /// `queue:` (a comma list).
-    pub queue: Option<String>,
-    /// `state:` (a comma list).
-    pub state: Option<String>,
-    /// `type:` (exact, or a prefix ending in `*`).
-    #[serde(rename = "type")]
-    pub task_type: Option<String>,
-    /// `error~`.
-    pub error: Option<String>,
-    /// `payload~`.
-    pub payload: Option<String>,
-    /// `age>` (`90s`, `1h30m`, `2d`).
-    pub age: Option<String>,
-    /// `retried>`.
-    pub retried: Option<String>,
+    /// The separate filters, in request order: `queue`, `state` (both
+    /// repeatable, or comma lists), `type`, `error`, `payload`, `age`,
+    /// `retried`.
+    pub filters: Vec<(String, String)>,
     /// Where the scan resumes ([`SearchCursor::encode`]).
     pub cursor: Option<String>,
-    /// Tasks read in this step (1..=[`SEARCH_BUDGET`], the default).
-    pub limit: Option<usize>,
+    /// Tasks read in this step (1..=[`SEARCH_BUDGET`], the default), as
+    /// given.
+    pub limit: Option<String>,
 }
 
 impl SearchParams {
+    /// The parameters of a query string's `pairs`.
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+        let mut out = SearchParams::default();
+        for (k, v) in pairs {
+            match k.as_str() {
+                "q" => {
+                    out.q = Some(match out.q.take() {
+                        Some(q) => format!("{q} {v}"),
+                        None => v,
+                    })
+                }
+                "cursor" => out.cursor = Some(v),
+                "limit" => out.limit = Some(v),
+                k if FILTER_KEYS.contains(&k) => out.filters.push((k.to_string(), v)),
+                _ => {}
+            }
+        }
+        out
+    }
+
     /// The query: `q` parsed, plus the separate filters. Errors with
     /// [`Error::InvalidArgument`] naming the bad word or parameter.
     pub fn query(&self) -> Result<SearchQuery> {
         let mut query = SearchQuery::parse(self.q.as_deref().unwrap_or_default())?;
-        for (key, value) in [
-            ("queue", &self.queue),
-            ("state", &self.state),
-            ("type", &self.task_type),
-            ("error", &self.error),
-            ("payload", &self.payload),
-            ("age", &self.age),
-            ("retried", &self.retried),
-        ] {
-            if let Some(v) = value {
-                query.add_param(key, v)?;
-            }
+        for (key, value) in &self.filters {
+            query.add_param(key, value)?;
         }
         Ok(query)
     }
@@ -70,6 +76,22 @@ impl SearchParams {
             .map(SearchCursor::decode)
             .transpose()
     }
+
+    /// The step's budget: `limit`, or [`SEARCH_BUDGET`]. Errors with
+    /// [`Error::InvalidArgument`] for a limit that is no whole number.
+    pub fn budget(&self) -> Result<usize> {
+        match self
+            .limit
+            .as_deref()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+        {
+            None => Ok(SEARCH_BUDGET),
+            Some(l) => l.parse().map_err(|_| {
+                Error::InvalidArgument(format!("limit={l:?}: a whole number is needed"))
+            }),
+        }
+    }
 }
 
 /// Parses `params` and runs one step of the search over the shared
@@ -77,15 +99,11 @@ impl SearchParams {
 pub async fn run(state: &AppState, params: &SearchParams) -> Result<(SearchQuery, SearchPage)> {
     let query = params.query()?;
     let cursor = params.cursor()?;
+    let budget = params.budget()?;
     let snapshot = state.stats.get(&state.inspector).await;
     let page = state
         .inspector
-        .search(
-            &query,
-            &snapshot,
-            cursor.as_ref(),
-            params.limit.unwrap_or(SEARCH_BUDGET),
-        )
+        .search(&query, &snapshot, cursor.as_ref(), budget)
         .await?;
     Ok((query, page))
 }

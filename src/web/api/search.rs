@@ -89,7 +89,11 @@ fn hit_json(h: SearchHit, max_payload: usize) -> HitJson {
     }
 }
 
-pub async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Response {
+pub async fn search(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
+    let params = SearchParams::from_pairs(pairs);
     match run(&state, &params).await {
         Ok((query, page)) => {
             let max = state.config.max_payload_length;

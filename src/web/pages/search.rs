@@ -94,8 +94,9 @@ fn row_of(h: SearchHit) -> Row {
 
 async fn view_search_get(
     State(state): State<AppState>,
-    Query(params): Query<SearchParams>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Response {
+    let params = SearchParams::from_pairs(pairs);
     let mut view = SearchView {
         layout: Layout::new(&state, "Search", "search"),
         q: String::new(),
@@ -129,8 +130,8 @@ async fn view_search_get(
             view.total = crate::web::pages::jobs::thousands(page.total as u64);
             if let Some(c) = &page.cursor {
                 let mut qs = format!("q={}&cursor={}", encode(&query.to_text()), c.encode());
-                if let Some(l) = params.limit {
-                    qs.push_str(&format!("&limit={l}"));
+                if let Some(l) = &params.limit {
+                    qs.push_str(&format!("&limit={}", encode(l)));
                 }
                 view.more = qs;
             }
