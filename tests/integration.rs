@@ -38,6 +38,7 @@ mod schedule_file;
 mod scheduler;
 mod scheduler_interop;
 mod scheduler_replicas;
+mod search;
 mod sentinel;
 mod server_interop;
 mod server_seeds;

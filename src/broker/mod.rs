@@ -79,6 +79,7 @@ mod samples;
 mod scan;
 mod scheduler_lease;
 mod scheduler_replicas;
+mod search;
 mod servers;
 mod slot_errors;
 mod stats;

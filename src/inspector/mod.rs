@@ -29,8 +29,9 @@
 //! scan, summary, the join with active workers), `errgroups.rs` (LastErr
 //! grouping and its verdict), `signatures.rs` (error signatures: type +
 //! normalised LastErr with first / last seen and 1 h trend),
-//! `retry_pressure.rs` (retries due in the next 1 / 5 / 60 min). The
-//! queue data types ([`QueueInfo`],
+//! `retry_pressure.rs` (retries due in the next 1 / 5 / 60 min), `search_query.rs` and
+//! `search.rs` (search across queues and states: the query language, the
+//! bounded scan). The queue data types ([`QueueInfo`],
 //! [`DailyStats`], [`GroupInfo`]) and [`Page`] are the broker's,
 //! re-exported here.
 
@@ -48,6 +49,8 @@ mod retry_pressure;
 mod run_entry;
 mod samples;
 mod scheduler_groups;
+mod search;
+mod search_query;
 mod servers;
 pub mod signatures;
 mod snapshot;
@@ -73,6 +76,8 @@ pub use samples::{
     QueueSample, RetryGrowth, retry_growth,
 };
 pub use scheduler_groups::ReplicaGroup;
+pub use search::{SEARCH_BUDGET, SEARCH_MAX_READS, SearchCursor, SearchHit, SearchPage};
+pub use search_query::{SEARCH_STATES, SearchQuery};
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, ServersPage,
     WorkerInfo,

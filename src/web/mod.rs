@@ -7,7 +7,8 @@
 //! it under `--root-path`.
 //!
 //! Files: `state.rs` (shared handles and the per-interval stats cache),
-//! `urls.rs` (path segments of links), `audit.rs` (the audit log's
+//! `urls.rs` (path segments of links), `search.rs` (what `/search`
+//! and `/api/search` share), `audit.rs` (the audit log's
 //! recording layer and actor), `security.rs` (basic auth, CSRF and same-origin checks, read-only guard,
 //! security headers), `hosts.rs` (the `Host` check against DNS rebinding), `error.rs` (one error type for pages, one for the
 //! API), `assets.rs` (embedded `static/`), `format.rs` (payload and time
@@ -24,6 +25,7 @@ mod hosts;
 mod metrics;
 pub(crate) mod pages;
 mod pressure;
+mod search;
 mod security;
 mod state;
 pub(crate) mod urls;

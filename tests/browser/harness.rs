@@ -333,6 +333,16 @@ impl Page {
             .await;
     }
 
+    /// Types `text` into the element matching `css` (real key events),
+    /// once it is settled.
+    pub async fn type_text(&self, css: &str, text: &str) {
+        self.settled(css, |el| {
+            let text = text.to_string();
+            async move { el.send_keys(&text).await }
+        })
+        .await;
+    }
+
     /// Waits for the `window.confirm` dialog htmx opens for `hx-confirm`,
     /// asserts its text and accepts it.
     pub async fn confirm(&self, expected: &str) {

@@ -31,4 +31,5 @@ mod links;
 mod live_hold;
 mod outage;
 mod run_now;
+mod search;
 mod triage;

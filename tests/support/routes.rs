@@ -135,6 +135,11 @@ pub fn reads(s: &Subject) -> Vec<String> {
     }
     out.push("/jobs".to_string());
     out.push("/jobs/no-such-job".to_string());
+    // Search across queues: the whole scope, and one queue's tasks.
+    out.push("/search?q=".to_string());
+    out.push(format!("/search?q=queue%3A{q}+retried%3E0"));
+    out.push("/api/search".to_string());
+    out.push(format!("/api/search?queue={q}&error=x"));
     for (_, id) in &s.tasks {
         out.push(format!("/queues/{q}/tasks/{id}"));
         out.push(format!("/queues/{q}/tasks/{id}/payload"));

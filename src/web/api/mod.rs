@@ -39,6 +39,7 @@ mod left_behind;
 mod model;
 mod queues;
 mod redis_info;
+mod search;
 mod servers;
 mod task_actions;
 mod task_paths;
@@ -96,6 +97,7 @@ pub fn routes() -> Router<AppState> {
         .route("/jobs/{segment}", any(jobs::item))
         .route("/redis_info", get(redis_info::redis_info))
         .route("/audit", get(audit::audit))
+        .route("/search", get(search::search))
         .route("/metrics", any(redis_info::metrics))
         .route("/{*rest}", any(no_route));
     Router::new().nest("/api", api)

@@ -15,6 +15,7 @@ mod queue_tab;
 mod queues;
 mod redis_info;
 mod schedulers;
+mod search;
 mod servers;
 mod task;
 
@@ -36,7 +37,7 @@ pub struct Layout {
     pub poll_secs: u64,
     /// Page title.
     pub title: String,
-    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`, `audit`, `enqueue`.
+    /// Which nav entry is current: `queues`, `servers`, `schedulers`, `redis`, `jobs`, `audit`, `enqueue`, `search`.
     pub nav: &'static str,
 }
 
@@ -96,6 +97,7 @@ pub fn routes() -> Router<AppState> {
         .merge(jobs::routes())
         .merge(audit::routes())
         .merge(enqueue::routes())
+        .merge(search::routes())
         .fallback(not_found)
 }
 
