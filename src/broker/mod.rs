@@ -306,11 +306,14 @@ impl Broker {
 pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Fail fast when Redis is down at start (the default retries for ~6 s);
-/// later drops are reconnected by the manager. Replies wait up to
-/// [`REPLY_TIMEOUT`].
+/// later drops are reconnected by the manager, its attempts at most 250 ms
+/// apart (the default backoff can wait about a second, which delays the
+/// dashboard's recovery after an outage past RELIABILITY.md's 1 s).
+/// Replies wait up to [`REPLY_TIMEOUT`].
 fn manager_config() -> redis::aio::ConnectionManagerConfig {
     redis::aio::ConnectionManagerConfig::new()
         .set_number_of_retries(1)
+        .set_max_delay(std::time::Duration::from_millis(250))
         .set_connection_timeout(Some(std::time::Duration::from_secs(5)))
         .set_response_timeout(Some(REPLY_TIMEOUT))
 }
