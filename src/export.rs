@@ -35,8 +35,10 @@ use base64::Engine as _;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 
-use crate::inspector::TaskRow;
-use crate::task::TaskInfo;
+use crate::task::{TaskInfo, TaskRow};
+
+/// Tasks read per Redis call while exporting.
+pub const EXPORT_CHUNK: u64 = 500;
 
 /// The output format of an export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -31,8 +31,7 @@ use super::tasks::{TaskRow, row_of};
 use crate::error::{Error, Result};
 use crate::task::TaskState;
 
-/// Tasks read per Redis call while exporting.
-pub const EXPORT_CHUNK: u64 = 500;
+pub use crate::export::EXPORT_CHUNK;
 
 /// Which tasks to export ([`Inspector::export_tasks`]).
 #[derive(Clone, Debug)]

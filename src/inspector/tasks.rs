@@ -23,43 +23,7 @@ use crate::broker::proto::TaskMessage;
 use crate::error::{Error, Result};
 use crate::task::{EnqueueOptions, Task, TaskInfo, TaskState};
 
-/// One row of a task listing.
-// Nearly every row is a `Task`; boxing it would cost an allocation per row.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq)]
-pub enum TaskRow {
-    /// A task that decoded.
-    Task(TaskInfo),
-    /// A task whose hash exists but whose `msg` is absent or does not decode
-    /// (Go skips these rows silently).
-    // asynq divergence: COMPATIBILITY.md#t1
-    Corrupt {
-        /// The id as stored in the container.
-        id: String,
-        /// The state of the container it was listed from.
-        state: TaskState,
-        /// Why it could not be read.
-        error: String,
-    },
-}
-
-impl TaskRow {
-    /// The task id.
-    pub fn id(&self) -> &str {
-        match self {
-            TaskRow::Task(info) => &info.id,
-            TaskRow::Corrupt { id, .. } => id,
-        }
-    }
-
-    /// The task, `None` for a corrupt row.
-    pub fn task(&self) -> Option<&TaskInfo> {
-        match self {
-            TaskRow::Task(info) => Some(info),
-            TaskRow::Corrupt { .. } => None,
-        }
-    }
-}
+pub use crate::task::TaskRow;
 
 /// A listed task as a row (wire spec §9.1, §11): `NextProcessAt` is `now`
 /// for pending, the score for scheduled and retry, `None` otherwise;

@@ -59,9 +59,8 @@ use super::ticker::{FirstTick, Ticker};
 use crate::TaskInfo;
 use crate::broker::{Broker, DueIndex, MAX_ARCHIVE_SIZE};
 use crate::error::{Error, Result};
-use crate::export::ndjson_line;
-use crate::inspector::{EXPORT_CHUNK, TaskRow};
-use crate::task::TaskState;
+use crate::export::{EXPORT_CHUNK, ndjson_line};
+use crate::task::{TaskRow, TaskState};
 
 /// Settings of the archive exporter.
 #[derive(Clone, Debug)]
