@@ -7,6 +7,7 @@ mod acl_topology;
 mod aggregator;
 mod archive_export;
 mod archive_export_serve;
+mod attention;
 mod audit;
 mod cli;
 mod client;

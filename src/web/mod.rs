@@ -16,6 +16,7 @@
 
 mod api;
 mod assets;
+pub mod attention;
 pub(crate) mod audit;
 mod chart;
 mod error;

@@ -105,6 +105,9 @@ pub struct AppState {
     /// Retries due soon per queue, read for the rows shown, metered by the
     /// same Redis budget as `stats` (`src/web/pressure.rs`).
     pub pressure: Arc<PressureCache>,
+    /// The attention board's findings per snapshot, metered by the same
+    /// Redis budget (`src/web/attention.rs`).
+    pub attention: Arc<super::attention::AttentionCache>,
 }
 
 impl AppState {
@@ -122,7 +125,8 @@ impl AppState {
             config: Arc::new(config),
             csrf_token: token.into(),
             stats: Arc::new(StatsCache::with_budget(interval, budget.clone())),
-            pressure: Arc::new(PressureCache::new(interval, budget)),
+            pressure: Arc::new(PressureCache::new(interval, budget.clone())),
+            attention: Arc::new(super::attention::AttentionCache::new(budget)),
         }
     }
 }
