@@ -5,6 +5,7 @@ mod support;
 
 mod acl_topology;
 mod aggregator;
+mod alerts;
 mod archive_export;
 mod archive_export_serve;
 mod attention;

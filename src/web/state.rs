@@ -108,6 +108,8 @@ pub struct AppState {
     /// The attention board's findings per snapshot, metered by the same
     /// Redis budget (`src/web/attention.rs`).
     pub attention: Arc<super::attention::AttentionCache>,
+    /// Alert webhooks' dedupe state and last sends (`src/web/alerts/`).
+    pub alerts: Arc<super::alerts::Alerter>,
 }
 
 impl AppState {
@@ -120,6 +122,7 @@ impl AppState {
             config.redis_budget_ms as f64,
         );
         let budget = Arc::new(budget);
+        let alerts = Arc::new(super::alerts::Alerter::new(config.alerts.clone()));
         AppState {
             inspector,
             config: Arc::new(config),
@@ -127,6 +130,7 @@ impl AppState {
             stats: Arc::new(StatsCache::with_budget(interval, budget.clone())),
             pressure: Arc::new(PressureCache::new(interval, budget.clone())),
             attention: Arc::new(super::attention::AttentionCache::new(budget)),
+            alerts,
         }
     }
 }
