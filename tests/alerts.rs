@@ -242,3 +242,70 @@ async fn the_test_button_sends_one_message() {
     assert!(!html.contains("id=\"send-test\""));
     assert_eq!(receiver.bodies().len(), 1);
 }
+
+/// `--alert-webhook` is repeatable and `ASYNQDECK_ALERT_WEBHOOKS` takes a
+/// comma-separated list; `--print-config` shows their hosts only; the
+/// cooldown defaults to 15 minutes; a URL that is not http(s) is refused.
+#[test]
+fn alert_flags_and_environment() {
+    let bin = env!("CARGO_BIN_EXE_asynqdeck");
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        std::process::Command::new(bin)
+            .env_clear()
+            .envs(env.iter().copied())
+            .arg("serve")
+            .arg("--print-config")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(
+        &[(
+            "ASYNQDECK_ALERT_WEBHOOKS",
+            "https://hooks.slack.com/services/T/B/SECRET,http://127.0.0.1:9/x",
+        )],
+        &[
+            "--alert-cooldown",
+            "5m",
+            "--dashboard-url",
+            "https://deck.example/",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("\"<hooks.slack.com redacted>\""), "{text}");
+    assert!(text.contains("\"<127.0.0.1:9 redacted>\""), "{text}");
+    assert!(!text.contains("SECRET"));
+    assert!(text.contains("cooldown: 300s"), "{text}");
+    assert!(
+        text.contains("dashboard_url: \"https://deck.example\""),
+        "{text}"
+    );
+
+    let out = run(
+        &[],
+        &[
+            "--alert-webhook",
+            "http://a.example/1",
+            "--alert-webhook",
+            "http://b.example/2",
+        ],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("\"<a.example redacted>\"") && text.contains("\"<b.example redacted>\""),
+        "{text}"
+    );
+    assert!(text.contains("cooldown: 900s"), "{text}");
+
+    let out = run(&[], &["--alert-webhook", "ftp://x.example/hook"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--alert-webhook x.example: not an http:// or https:// URL")
+    );
+}

@@ -22,6 +22,7 @@ mod support;
 mod harness;
 
 mod actions;
+mod alerts;
 mod attention;
 mod audit;
 mod console;
