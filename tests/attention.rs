@@ -46,6 +46,15 @@ async fn seed_all(c: &mut Clocked) {
         .write_server_state(&good, &[], Duration::from_secs(3600))
         .await
         .unwrap();
+    // The dashboard's engine registers every queue at concurrency 0: it
+    // consumes nothing.
+    let mut engine = seed::server("engine", 3, "s3", 0);
+    engine.concurrency = 0;
+    engine.queues = BTreeMap::from([("idle".to_string(), 1), ("default".to_string(), 1)]);
+    c.broker
+        .write_server_state(&engine, &[], Duration::from_secs(3600))
+        .await
+        .unwrap();
     for q in ["default", "idle"] {
         c.client
             .enqueue(
@@ -57,6 +66,8 @@ async fn seed_all(c: &mut Clocked) {
     }
     seed::seeded_unleased(&mut c.conn, "orphan", "o1", "active").await;
     seed::task(&mut c.conn, "stalled", "s1", "scheduled", t0 - 300).await;
+    // An active task whose lease ran out 2 minutes ago (after the advance).
+    seed::task(&mut c.conn, "expired", "e1", "active", t0 + 480).await;
     c.clock.advance(Duration::from_secs(600));
     let now = t0 + 600;
 
@@ -126,6 +137,14 @@ fn expected() -> Vec<Finding> {
             "The oldest pending task of queue idle has waited 10m 0s.",
             tab("idle", "pending"),
             600,
+        ),
+        finding(
+            Warning,
+            Orphaned,
+            Some("expired"),
+            "A lease of queue expired expired 2m 0s ago and its task is still active (orphaned).",
+            tab("expired", "active"),
+            1,
         ),
         finding(
             Warning,
@@ -224,7 +243,7 @@ async fn the_overview_shows_the_board() {
     let (status, html) = http::get(&app, "/").await.parts();
     assert_eq!(status, 200);
     assert!(
-        html.contains("<h2 class=\"attention-title\">Needs attention (9)</h2>"),
+        html.contains("<h2 class=\"attention-title\">Needs attention (10)</h2>"),
         "{html}"
     );
     let kinds: Vec<&str> = html
@@ -246,6 +265,7 @@ async fn the_overview_shows_the_board() {
             "past_due",
             "oldest_pending",
             "oldest_pending",
+            "orphaned",
             "orphaned",
             "retry_wave",
             "paused_long",

@@ -8,9 +8,10 @@
 //!
 //! Read-only; asynqdeck only.
 
+use prost::Message;
 use redis::Value;
 
-use super::{Broker, keys};
+use super::{Broker, keys, proto};
 use crate::error::Result;
 
 /// Commands one queue's [`AttentionHeads`] costs.
@@ -108,6 +109,33 @@ impl Broker {
                 paused_since: text_int(&r[4]),
             })
             .collect())
+    }
+
+    /// The live servers' records (`GET asynq:servers:{…}`, in pipelines),
+    /// and how many live servers there are; no record when there are more
+    /// than `limit`. Reads the registry with the `list_live_members` script
+    /// (which prunes expired members, as Go's `ListServers` does); records
+    /// that are gone or do not decode are skipped. No workers are read.
+    ///
+    /// Errors: [`Error::Redis`](crate::Error::Redis).
+    pub(crate) async fn live_server_records(
+        &self,
+        limit: usize,
+    ) -> Result<(Vec<proto::ServerInfo>, usize)> {
+        let server_keys = self.live_members(keys::ALL_SERVERS).await?;
+        let total = server_keys.len();
+        if total > limit {
+            return Ok((Vec::new(), total));
+        }
+        let values = self.read_each("GET", &[], &server_keys).await?;
+        let records = values
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::BulkString(b) => proto::ServerInfo::decode(&b[..]).ok(),
+                _ => None,
+            })
+            .collect();
+        Ok((records, total))
     }
 
     /// At most `limit` members of `asynq:servers` whose expiry is at or

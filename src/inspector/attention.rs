@@ -21,7 +21,8 @@
 //! [`MAX_QUEUES_READ`] queues holding scheduled, retry or active tasks or
 //! paused (the largest first), three `ZCOUNT`s for each of at most
 //! [`MAX_QUEUES_READ`] queues holding [`RETRY_WAVE_MIN`] retries, one
-//! `ZRANGEBYSCORE … LIMIT` and one page of [`MAX_SERVERS_READ`] servers;
+//! `ZRANGEBYSCORE … LIMIT`, the live-server registry and up to
+//! [`MAX_SERVERS_READ`] server records (`GET`, no workers);
 //! every command is O(log n) or bounded ([`Inspector::attention_commands`]
 //! tells the caller's Redis budget).
 
@@ -29,7 +30,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use super::{Inspector, Snapshot};
-use crate::broker::{Page, QUEUE_HEADS_COMMANDS, RETRY_PRESSURE_COMMANDS};
+use crate::broker::{QUEUE_HEADS_COMMANDS, RETRY_PRESSURE_COMMANDS};
 use crate::error::Result;
 
 /// The oldest pending task older than this is a warning.
@@ -261,16 +262,9 @@ impl Inspector {
             });
         }
 
-        let servers = self
-            .broker
-            .servers_and_workers_page(Page {
-                number: 1,
-                size: MAX_SERVERS_READ,
-            })
-            .await?;
-        let consumed: Option<HashSet<String>> = (servers.2 <= MAX_SERVERS_READ).then(|| {
+        let (servers, live) = self.broker.live_server_records(MAX_SERVERS_READ).await?;
+        let consumed: Option<HashSet<String>> = (live <= MAX_SERVERS_READ).then(|| {
             servers
-                .0
                 .iter()
                 .filter(|s| s.concurrency > 0 && s.status != "stopped" && s.status != "closed")
                 .flat_map(|s| s.queues.keys().cloned())
