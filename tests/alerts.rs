@@ -37,6 +37,30 @@ fn summary(alerts: &[asynqdeck::web::alerts::Alert]) -> Vec<(String, String, Ale
         .collect()
 }
 
+/// Slack's formatting characters in a queue name are escaped in the Slack
+/// parts, kept in the structured part.
+#[test]
+fn slack_text_is_escaped() {
+    let alert = asynqdeck::web::alerts::Alert {
+        queue: "<!channel>&q".into(),
+        signal: "no_consumer".into(),
+        state: AlertState::Firing,
+        text: "Queue <!channel>&q has 1 pending tasks".into(),
+        numbers: vec![],
+        link: "http://dash/queues/%3C%21channel%3E%26q".into(),
+    };
+    let m = asynqdeck::web::alerts::message(&alert);
+    assert_eq!(
+        m["text"],
+        "🔴 asynqdeck: Queue &lt;!channel&gt;&amp;q has 1 pending tasks <http://dash/queues/%3C%21channel%3E%26q|open>"
+    );
+    assert_eq!(
+        m["attachments"][0]["fields"][0]["value"],
+        "&lt;!channel&gt;&amp;q"
+    );
+    assert_eq!(m["asynqdeck"]["queue"], "<!channel>&q");
+}
+
 fn alerter(cooldown: Duration) -> Alerter {
     Alerter::new(AlertConfig {
         webhooks: vec![],

@@ -92,9 +92,18 @@ pub struct Alert {
     pub link: String,
 }
 
+/// Escapes `&`, `<` and `>` as Slack's message formatting requires (a
+/// queue name could otherwise forge a link or a mention).
+pub fn slack_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// The Slack-compatible body of `alert`: `text`, one attachment with its
 /// fields (queue, signal, state, the numbers, the link), and the same
-/// structured under `asynqdeck` (Slack ignores unknown keys).
+/// structured under `asynqdeck` (Slack ignores unknown keys). The Slack
+/// parts are escaped ([`slack_escape`]); the `asynqdeck` part is plain.
 pub fn message(alert: &Alert) -> serde_json::Value {
     let prefix = match alert.state {
         AlertState::Firing => "🔴 asynqdeck",
@@ -102,21 +111,21 @@ pub fn message(alert: &Alert) -> serde_json::Value {
         AlertState::Test => "asynqdeck test",
     };
     let mut fields = vec![
-        serde_json::json!({"title": "queue", "value": alert.queue, "short": true}),
+        serde_json::json!({"title": "queue", "value": slack_escape(&alert.queue), "short": true}),
         serde_json::json!({"title": "signal", "value": alert.signal, "short": true}),
         serde_json::json!({"title": "state", "value": alert.state.as_str(), "short": true}),
     ];
     for (k, v) in &alert.numbers {
         fields.push(serde_json::json!({"title": k, "value": v.to_string(), "short": true}));
     }
-    fields.push(serde_json::json!({"title": "dashboard", "value": alert.link, "short": false}));
+    fields.push(serde_json::json!({"title": "dashboard", "value": slack_escape(&alert.link), "short": false}));
     let numbers: serde_json::Map<String, serde_json::Value> = alert
         .numbers
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::json!(v)))
         .collect();
     serde_json::json!({
-        "text": format!("{prefix}: {} <{}|open>", alert.text, alert.link),
+        "text": format!("{prefix}: {} <{}|open>", slack_escape(&alert.text), alert.link),
         "attachments": [{"fields": fields}],
         "asynqdeck": {
             "queue": alert.queue,
