@@ -304,3 +304,59 @@ async fn queue_names_are_escaped() {
     assert!(!html.contains("Queue <b>x</b>"));
     let _ = &mut c;
 }
+
+/// Behind Sentinel: after a failover this process saw, the board has a
+/// warning linking to the Redis page, naming both masters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_failover_in_the_last_hour() {
+    use crate::support::cluster::{SentinelConfig, SentinelSet};
+    let set = tokio::task::spawn_blocking(|| {
+        SentinelSet::start_with(SentinelConfig {
+            min_replicas: true,
+            ..SentinelConfig::default()
+        })
+    })
+    .await
+    .unwrap();
+    let old = set.master_port;
+    let broker = asynqdeck::broker::Broker::connect(&set.url())
+        .await
+        .unwrap();
+    let inspector = Inspector::from_broker(broker.clone());
+    let (snap, _) = inspector
+        .stats_snapshot(false, &mut StatsHints::default())
+        .await;
+    assert_eq!(inspector.attention(&snap).await.unwrap(), vec![]);
+    let set = std::sync::Arc::new(set);
+    let s = set.clone();
+    let new = tokio::task::spawn_blocking(move || s.failover())
+        .await
+        .unwrap();
+    // The broker learns of it on its next command (or from the watcher).
+    let (snap, _) = inspector
+        .stats_snapshot(false, &mut StatsHints::default())
+        .await;
+    let got = crate::support::eventually(Duration::from_secs(15), || {
+        let inspector = inspector.clone();
+        let snap = snap.clone();
+        async move {
+            let got = inspector.attention(&snap).await.ok()?;
+            (!got.is_empty()).then_some(got)
+        }
+    })
+    .await
+    .expect("a failover finding within 15 s");
+    assert_eq!(got.len(), 1, "{got:?}");
+    let f = &got[0];
+    assert_eq!(
+        (f.severity, f.kind, f.queue.as_deref(), &f.target),
+        (
+            Severity::Warning,
+            FindingKind::Failover,
+            None,
+            &FindingTarget::Redis
+        )
+    );
+    let prefix = format!("Sentinel failed over from 127.0.0.1:{old} to 127.0.0.1:{new} ");
+    assert!(f.text.starts_with(&prefix), "{}", f.text);
+}
