@@ -212,12 +212,24 @@ pub fn sort_findings(findings: &mut [Finding]) {
 }
 
 impl Inspector {
-    /// Redis commands [`Inspector::attention`] sends for `snap` (at most
-    /// about 1,500 plus two registry scripts and a page of servers).
+    /// Redis commands [`Inspector::attention`] sends for `snap` besides
+    /// one `GET` per live server (at most [`MAX_SERVERS_READ`], which
+    /// [`Inspector::attention_counted`] reports): at most about 1,500.
     pub fn attention_commands(&self, snap: &Snapshot) -> u64 {
         head_queues(snap).len() as u64 * QUEUE_HEADS_COMMANDS
             + wave_queues(snap).len() as u64 * RETRY_PRESSURE_COMMANDS
-            + 4
+            + 2
+    }
+
+    /// [`Inspector::attention`] and the Redis commands it sent
+    /// ([`Inspector::attention_commands`] plus the server records read),
+    /// for a caller that meters them.
+    ///
+    /// Errors: as [`Inspector::attention`].
+    pub async fn attention_counted(&self, snap: &Snapshot) -> Result<(Vec<Finding>, u64)> {
+        let mut records = 0;
+        let findings = self.attention_with(snap, &mut records).await?;
+        Ok((findings, self.attention_commands(snap) + records))
     }
 
     /// The attention board for `snap`: every finding of the module docs'
@@ -228,6 +240,10 @@ impl Inspector {
     /// Errors: [`Error::Redis`](crate::Error::Redis) when Redis cannot be
     /// reached.
     pub async fn attention(&self, snap: &Snapshot) -> Result<Vec<Finding>> {
+        self.attention_with(snap, &mut 0).await
+    }
+
+    async fn attention_with(&self, snap: &Snapshot, records: &mut u64) -> Result<Vec<Finding>> {
         let now = self.now();
         let now_s = now.timestamp();
         let mut out = Vec::new();
@@ -263,6 +279,11 @@ impl Inspector {
         }
 
         let (servers, live) = self.broker.live_server_records(MAX_SERVERS_READ).await?;
+        *records = if live <= MAX_SERVERS_READ {
+            live as u64
+        } else {
+            0
+        };
         let consumed: Option<HashSet<String>> = (live <= MAX_SERVERS_READ).then(|| {
             servers
                 .iter()

@@ -76,8 +76,17 @@ impl AttentionCache {
         {
             return p;
         }
+        // Metered up front for what is known, then for the server records
+        // the read found (one `GET` each).
         let cost = inspector.attention_commands(snap);
-        let eval = match self.budget.metered(cost, inspector.attention(snap)).await {
+        let read = self
+            .budget
+            .metered(cost, inspector.attention_counted(snap))
+            .await;
+        if let Ok((_, sent)) = &read {
+            self.budget.spend(sent.saturating_sub(cost)).await;
+        }
+        let eval = match read.map(|(f, _)| f) {
             Ok(findings) => Evaluation {
                 taken_at: snap.taken_at,
                 findings: Arc::new(findings),
