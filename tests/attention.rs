@@ -200,13 +200,13 @@ async fn every_kind_from_seeded_data() {
         .await;
     let got = c.inspector.attention(&snap).await.unwrap();
     assert_eq!(got, expected());
-    // What it costs the Redis budget: 5 commands for each of the 5 queues
+    // What it costs the Redis budget: 6 commands for each of the 5 queues
     // holding scheduled, retry or active tasks or paused (expired, orphan,
     // paused, stalled, wave), 3 `ZCOUNT`s for wave, the late-server read
     // and the registry script, one `GET` per live server (3).
-    assert_eq!(c.inspector.attention_commands(&snap), 5 * 5 + 3 + 2);
+    assert_eq!(c.inspector.attention_commands(&snap), 6 * 5 + 3 + 2);
     let (again, sent) = c.inspector.attention_counted(&snap).await.unwrap();
-    assert_eq!((again, sent), (expected(), 5 * 5 + 3 + 2 + 3));
+    assert_eq!((again, sent), (expected(), 6 * 5 + 3 + 2 + 3));
 }
 
 /// Nothing to report on a healthy queue: a consumed queue with fresh

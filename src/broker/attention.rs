@@ -1,8 +1,9 @@
 //! The few bounded reads behind the attention board (issue 17 item 4,
 //! COMPATIBILITY.md N5) besides the statistics snapshot: per queue, the
 //! heads of its scheduled, retry and lease sets (`ZRANGE … 0 0
-//! WITHSCORES`, O(log n)), the size of its lease set (`ZCARD`, O(1)) and
-//! its pause time (`GET`); and the servers whose heartbeat is late
+//! WITHSCORES`, O(log n)), the sizes of its active list and lease set
+//! (`LLEN`, `ZCARD`, O(1)) and its pause time (`GET`), in one transaction
+//! per queue on a single server; and the servers whose heartbeat is late
 //! (`ZRANGEBYSCORE asynq:servers` with a `LIMIT`). Every command is
 //! O(log n) or bounded by its `LIMIT`, so none grows with the data.
 //!
@@ -15,7 +16,7 @@ use super::{Broker, keys, proto};
 use crate::error::Result;
 
 /// Commands one queue's [`AttentionHeads`] costs.
-pub const QUEUE_HEADS_COMMANDS: u64 = 5;
+pub const QUEUE_HEADS_COMMANDS: u64 = 6;
 
 /// Most commands per pipeline.
 const PIPELINE: usize = 500;
@@ -27,6 +28,10 @@ pub struct AttentionHeads {
     pub scheduled_head: Option<f64>,
     /// Score (retry time, unix s) of the earliest retry task.
     pub retry_head: Option<f64>,
+    /// Length of the active list, read with `leases` in one transaction
+    /// on a single server (so a task dequeued or acknowledged between the
+    /// two reads cannot look orphaned); on a Cluster, one after the other.
+    pub active: i64,
     /// Members of the lease set (active tasks holding a lease).
     pub leases: i64,
     /// Score (lease expiry, unix s) of the earliest lease.
@@ -88,6 +93,9 @@ impl Broker {
                 c.arg(key).arg(0).arg(0).arg("WITHSCORES");
                 cmds.push(c);
             }
+            let mut c = redis::cmd("LLEN");
+            c.arg(keys::active_key(q));
+            cmds.push(c);
             let mut c = redis::cmd("ZCARD");
             c.arg(keys::lease_key(q));
             cmds.push(c);
@@ -98,15 +106,48 @@ impl Broker {
             c.arg(keys::paused_key(q));
             cmds.push(c);
         }
-        let replies = self.each_command(cmds, PIPELINE).await?;
+        let n = QUEUE_HEADS_COMMANDS as usize;
+        let replies = if self.conn().is_cluster() {
+            self.each_command(cmds, PIPELINE).await?
+        } else {
+            // One MULTI/EXEC per queue, many per pipeline: each queue's
+            // replies are of one instant.
+            let mut conn = self.conn();
+            let mut out = Vec::with_capacity(cmds.len());
+            for part in cmds.chunks(n * (PIPELINE / n)) {
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors();
+                for one in part.chunks(n) {
+                    pipe.add_command(redis::cmd("MULTI"));
+                    for c in one {
+                        pipe.add_command(c.clone());
+                    }
+                    pipe.add_command(redis::cmd("EXEC"));
+                }
+                let replies: Vec<Value> = pipe.query_async(&mut conn).await?;
+                for block in replies.chunks(n + 2) {
+                    match block.last() {
+                        Some(Value::Array(items)) if items.len() == n => {
+                            out.extend(items.iter().map(|v| match v {
+                                Value::ServerError(_) => Value::Nil,
+                                v => v.clone(),
+                            }))
+                        }
+                        _ => out.extend(std::iter::repeat_n(Value::Nil, n)),
+                    }
+                }
+            }
+            out
+        };
         Ok(replies
-            .chunks(QUEUE_HEADS_COMMANDS as usize)
+            .chunks(n)
             .map(|r| AttentionHeads {
                 scheduled_head: head(&r[0]),
                 retry_head: head(&r[1]),
-                leases: int(&r[2]),
-                lease_head: head(&r[3]),
-                paused_since: text_int(&r[4]),
+                active: int(&r[2]),
+                leases: int(&r[3]),
+                lease_head: head(&r[4]),
+                paused_since: text_int(&r[5]),
             })
             .collect())
     }

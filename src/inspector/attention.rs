@@ -344,13 +344,13 @@ impl Inspector {
         let heads_of = head_queues(snap);
         let heads = self.broker.queue_heads(&heads_of).await?;
         let past = PAST_DUE_AFTER.as_secs() as i64;
+        let infos: std::collections::HashMap<&str, &super::QueueInfo> = snap
+            .queues
+            .iter()
+            .filter_map(|r| Some((r.name.as_str(), r.info.as_ref().ok()?)))
+            .collect();
         for (q, h) in heads_of.iter().zip(&heads) {
-            let Some(i) = snap
-                .queues
-                .iter()
-                .find(|r| &r.name == q)
-                .and_then(|r| r.info.as_ref().ok())
-            else {
+            let Some(i) = infos.get(q.as_str()) else {
                 continue;
             };
             for (tab, score) in [("scheduled", h.scheduled_head), ("retry", h.retry_head)] {
@@ -370,7 +370,7 @@ impl Inspector {
                     });
                 }
             }
-            let unleased = i.active - h.leases;
+            let unleased = h.active - h.leases;
             let expired = h
                 .lease_head
                 .map(|s| s as i64)
