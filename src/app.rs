@@ -174,7 +174,16 @@ pub async fn serve_with(
         let runner = crate::inspector::jobs::JobRunner::new(inspector.clone());
         tokio::spawn(runner.run(stop.clone()))
     });
-    let state = AppState::new(inspector, config.web.clone());
+    let mut web_config = config.web.clone();
+    if web_config.alerts.dashboard_url.is_empty() {
+        web_config.alerts.dashboard_url = format!("http://{local}{}", web_config.root_path);
+    }
+    let state = AppState::new(inspector, web_config);
+    // Alert webhooks (issue 17 item 6): only while some are configured.
+    let alerter = state
+        .alerts
+        .active()
+        .then(|| tokio::spawn(web::alerts::run(state.clone(), stop.clone())));
     let app = web::router_with(state, extra);
 
     println!(
@@ -226,6 +235,9 @@ pub async fn serve_with(
     }
     if let Some(jobs) = jobs {
         let _ = jobs.await;
+    }
+    if let Some(alerter) = alerter {
+        let _ = alerter.await;
     }
     if let Some(manager) = schedule {
         manager.shutdown().await;

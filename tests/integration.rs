@@ -5,8 +5,10 @@ mod support;
 
 mod acl_topology;
 mod aggregator;
+mod alerts;
 mod archive_export;
 mod archive_export_serve;
+mod attention;
 mod audit;
 mod cli;
 mod client;

@@ -53,6 +53,7 @@ pub mod proto;
 pub(crate) mod scripts;
 
 mod aggregation;
+mod attention;
 mod audit;
 mod bad_counters;
 mod cluster;
@@ -96,6 +97,7 @@ pub use aggregation::{
     AGGREGATION_CHUNK, AGGREGATION_SET_MAX, AGGREGATION_SET_TIMEOUT, AggregationSet, GroupRules,
     SetMember,
 };
+pub use attention::{AttentionHeads, LateServer, QUEUE_HEADS_COMMANDS};
 pub use audit::StoredAuditEntry;
 pub use bad_counters::bad_counters;
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, key_slot};

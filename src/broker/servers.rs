@@ -253,7 +253,7 @@ impl Broker {
 
     /// Live members of a registry zset, pruning expired ones (the
     /// `list_live_members` script; wire spec §9.9).
-    async fn live_members(&self, registry: &str) -> Result<Vec<String>> {
+    pub(super) async fn live_members(&self, registry: &str) -> Result<Vec<String>> {
         let members: Vec<String> = scripts::LIST_LIVE_MEMBERS
             .key(registry)
             .arg(self.now().timestamp())
@@ -265,7 +265,7 @@ impl Broker {
     /// Runs `command` on every key, [`READ_CHUNK`] keys per pipeline (on a
     /// cluster, the keys being of many slots, concurrent single commands:
     /// [`Broker::each_command`]), and returns the replies in key order.
-    async fn read_each(
+    pub(super) async fn read_each(
         &self,
         command: &str,
         extra: &[&str],

@@ -159,6 +159,10 @@ pub fn main(cli: Cli) -> ExitCode {
         if let Some((_, pw)) = &mut shown.web.basic_auth {
             *pw = "<redacted>".to_string();
         }
+        // A webhook URL's path is its secret: show the host only.
+        for url in &mut shown.web.alerts.webhooks {
+            *url = format!("<{} redacted>", crate::web::alerts::host_of(url));
+        }
         println!("{shown:#?}");
         return ExitCode::SUCCESS;
     }

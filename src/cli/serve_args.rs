@@ -236,6 +236,25 @@ pub struct ServeArgs {
     #[arg(long, env = "ASYNQDECK_ARCHIVE_EXPORT_DIR", value_name = "DIR")]
     pub archive_export_dir: Option<std::path::PathBuf>,
 
+    /// Webhook URL to post Slack-compatible JSON alerts to (repeatable;
+    /// the environment variable takes a comma-separated list).
+    #[arg(
+        long = "alert-webhook",
+        env = "ASYNQDECK_ALERT_WEBHOOKS",
+        value_name = "URL",
+        value_delimiter = ','
+    )]
+    pub alert_webhook: Vec<String>,
+
+    /// Least time between two "firing" alerts of one queue and signal.
+    #[arg(long, env = "ASYNQDECK_ALERT_COOLDOWN", value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
+    pub alert_cooldown: Duration,
+
+    /// The dashboard's URL as users reach it, for the links in alerts
+    /// (default: `http://<listen address><root path>`).
+    #[arg(long, env = "ASYNQDECK_DASHBOARD_URL", value_name = "URL")]
+    pub dashboard_url: Option<String>,
+
     /// Forwarder interval of the embedded engine (tests).
     #[arg(long, hide = true, value_parser = parse_duration)]
     pub forwarder_interval: Option<Duration>,
@@ -425,6 +444,32 @@ impl ServeArgs {
                     .to_string(),
             );
         }
+        let webhooks: Vec<String> = self
+            .alert_webhook
+            .iter()
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty())
+            .collect();
+        for u in &webhooks {
+            if !(u.starts_with("http://") || u.starts_with("https://"))
+                || u.parse::<axum::http::Uri>().is_err()
+            {
+                return Err(format!(
+                    "--alert-webhook {}: not an http:// or https:// URL",
+                    web::alerts::host_of(u)
+                ));
+            }
+        }
+        let alerts = web::alerts::AlertConfig {
+            webhooks,
+            cooldown: self.alert_cooldown,
+            dashboard_url: self
+                .dashboard_url
+                .clone()
+                .unwrap_or_default()
+                .trim_end_matches('/')
+                .to_string(),
+        };
         let engine = (!self.no_engine).then(|| {
             let mut c = MaintenanceConfig {
                 sample_interval: Some(self.poll_interval),
@@ -456,6 +501,7 @@ impl ServeArgs {
                 redis_budget_ms: self.redis_budget_ms,
                 auth_header: self.auth_header.clone(),
                 trusted_proxies: self.trusted_proxies.clone().unwrap_or_default(),
+                alerts,
                 ..WebConfig::default()
             },
             engine,

@@ -36,6 +36,7 @@
 //! re-exported here.
 
 mod actions;
+pub mod attention;
 mod audit;
 mod cluster;
 pub mod errgroups;
@@ -63,6 +64,7 @@ pub use crate::broker::SweepCount;
 pub use crate::broker::{BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};
 pub use crate::broker::{RETRY_PRESSURE_COMMANDS, RetryPressure};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};
+pub use attention::{Finding, Kind as FindingKind, Severity, Target as FindingTarget};
 pub use audit::{AUDIT_PAGE_MAX, AuditEntry, AuditFilter, AuditPage};
 pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;

@@ -15,8 +15,10 @@
 //! formatting), `chart.rs` (server-rendered SVG charts), `pages/` (one file
 //! per page area), `api/` (asynqmon routes).
 
+pub mod alerts;
 mod api;
 mod assets;
+pub mod attention;
 pub(crate) mod audit;
 mod chart;
 mod error;
@@ -44,6 +46,9 @@ pub use state::{
 /// Dashboard settings (flags of `asynqdeck serve`).
 #[derive(Clone, Debug)]
 pub struct WebConfig {
+    /// Alert webhooks (`--alert-webhook`, `--alert-cooldown`,
+    /// `--dashboard-url`; `src/web/alerts/`). Default: none.
+    pub alerts: alerts::AlertConfig,
     /// Hide action buttons and refuse every mutation with 403.
     pub read_only: bool,
     /// Path prefix the dashboard is served under (e.g. `/asynq`), no trailing
@@ -103,6 +108,7 @@ impl Default for WebConfig {
             sync_job_limit: 10_000,
             auth_header: None,
             trusted_proxies: TrustedProxies::default(),
+            alerts: alerts::AlertConfig::default(),
         }
     }
 }

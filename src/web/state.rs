@@ -105,6 +105,11 @@ pub struct AppState {
     /// Retries due soon per queue, read for the rows shown, metered by the
     /// same Redis budget as `stats` (`src/web/pressure.rs`).
     pub pressure: Arc<PressureCache>,
+    /// The attention board's findings per snapshot, metered by the same
+    /// Redis budget (`src/web/attention.rs`).
+    pub attention: Arc<super::attention::AttentionCache>,
+    /// Alert webhooks' dedupe state and last sends (`src/web/alerts/`).
+    pub alerts: Arc<super::alerts::Alerter>,
 }
 
 impl AppState {
@@ -117,12 +122,15 @@ impl AppState {
             config.redis_budget_ms as f64,
         );
         let budget = Arc::new(budget);
+        let alerts = Arc::new(super::alerts::Alerter::new(config.alerts.clone()));
         AppState {
             inspector,
             config: Arc::new(config),
             csrf_token: token.into(),
             stats: Arc::new(StatsCache::with_budget(interval, budget.clone())),
-            pressure: Arc::new(PressureCache::new(interval, budget)),
+            pressure: Arc::new(PressureCache::new(interval, budget.clone())),
+            attention: Arc::new(super::attention::AttentionCache::new(budget)),
+            alerts,
         }
     }
 }

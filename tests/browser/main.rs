@@ -22,6 +22,8 @@ mod support;
 mod harness;
 
 mod actions;
+mod alerts;
+mod attention;
 mod audit;
 mod console;
 mod enqueue;

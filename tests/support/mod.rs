@@ -14,7 +14,8 @@
 //! - `server`: our `Server` run in a test, and waits for a task's state;
 //! - `export`: the archive exporter's files;
 //! - `htmx`, `routes`, `restartable`: htmx fragments, every dashboard route,
-//!   redis-servers that can be killed and started again.
+//!   redis-servers that can be killed and started again;
+//! - `webhook`: a loopback HTTP server recording the alert webhooks' posts.
 //!
 //! The common names are re-exported here (`support::redis()`,
 //! `support::TestDb`, `support::go_peer()`, `support::eventually`).
@@ -33,6 +34,7 @@ pub mod restartable;
 pub mod routes;
 pub mod seed;
 pub mod server;
+pub mod webhook;
 
 use std::time::{Duration, Instant};
 

@@ -111,6 +111,7 @@ pub fn reads(s: &Subject) -> Vec<String> {
         "/servers",
         "/schedulers",
         "/redis",
+        "/alerts",
         "/metrics",
         "/static/app.css",
     ]
@@ -243,6 +244,8 @@ pub fn writes(s: &Subject) -> Vec<RouteReq> {
         }
     }
     out.push(RouteReq::form("/jobs/no-such-job/cancel".to_string(), ""));
+    // No webhook configured in these tests: 422, nothing sent.
+    out.push(RouteReq::form("/alerts/test".to_string(), ""));
     out.push(RouteReq::form(format!("/schedulers/{}/run", s.entry), ""));
     for (state, action) in [
         ("pending", "delete"),

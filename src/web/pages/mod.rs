@@ -4,6 +4,7 @@
 //! renders: the full page, or only its live fragment when htmx asks
 //! (`HX-Request`), so every view has a real URL.
 
+mod alerts;
 mod audit;
 mod enqueue;
 mod enqueue_form;
@@ -98,6 +99,7 @@ pub fn routes() -> Router<AppState> {
         .merge(audit::routes())
         .merge(enqueue::routes())
         .merge(search::routes())
+        .merge(alerts::routes())
         .fallback(not_found)
 }
 

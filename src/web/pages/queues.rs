@@ -198,6 +198,8 @@ struct QueuesPage {
 #[template(path = "_queues_table.html")]
 struct QueuesTable {
     layout: Layout,
+    /// The attention board (`src/web/attention.rs`), rendered.
+    board: String,
     /// Queues whose retry set grows fast (outage banner), at most
     /// [`MAX_GROWING_LISTED`], and how many more there are.
     growing: Vec<String>,
@@ -354,8 +356,14 @@ async fn queues_table(state: &AppState, mut view: Overview) -> (Overview, Queues
     } else {
         (view.page - 1) * view.size + 1
     };
+    let layout = Layout::new(state, "Queues", "queues");
+    let eval = state.attention.get(&state.inspector, &snap).await;
+    let board = crate::web::attention::Board::of(&eval, &layout.root)
+        .render()
+        .unwrap_or_default();
     let table = QueuesTable {
-        layout: Layout::new(state, "Queues", "queues"),
+        layout,
+        board,
         growing_more: fast.len().saturating_sub(MAX_GROWING_LISTED),
         growing: fast
             .iter()

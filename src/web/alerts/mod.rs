@@ -1,0 +1,349 @@
+//! Alert webhooks (issue 17 item 6, COMPATIBILITY.md N6): while
+//! `--alert-webhook` is given, [`run`] evaluates the signals every poll
+//! interval from the shared statistics snapshot and the attention board,
+//! and [`Alerter`] posts Slack-compatible JSON ([`message`]) to each
+//! configured URL: when a queue's retry set grows fast (the outage signal),
+//! when an attention finding is critical, and when an archive is at its cap
+//! (evicting). One message per (queue, signal) transition, none repeated
+//! within the cooldown, and a "resolved" message when the condition
+//! clears. `/alerts` lists the webhooks (host only: a webhook URL's path is
+//! its secret), the last sends, and a "Send a test" button.
+
+mod send;
+mod signals;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+
+pub use send::{host_of, post_json};
+pub use signals::{Signal, signals};
+
+use super::AppState;
+
+/// Default `--alert-cooldown`: 15 minutes.
+pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(15 * 60);
+/// Most sends kept for `/alerts`.
+pub const SENDS_KEPT: usize = 20;
+/// Longest wait for one webhook's answer.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The alert settings of `asynqdeck serve`.
+#[derive(Clone, Debug)]
+pub struct AlertConfig {
+    /// Webhook URLs (`http://` or `https://`); none turns alerts off.
+    pub webhooks: Vec<String>,
+    /// Least time between two "firing" messages of one (queue, signal).
+    pub cooldown: Duration,
+    /// The dashboard's base URL for links (no trailing slash).
+    pub dashboard_url: String,
+}
+
+impl Default for AlertConfig {
+    /// No webhook, [`DEFAULT_COOLDOWN`], links to `http://127.0.0.1:8080`.
+    fn default() -> Self {
+        AlertConfig {
+            webhooks: Vec::new(),
+            cooldown: DEFAULT_COOLDOWN,
+            dashboard_url: "http://127.0.0.1:8080".into(),
+        }
+    }
+}
+
+/// Whether a message announces a condition or its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlertState {
+    /// The condition holds.
+    Firing,
+    /// The condition cleared.
+    Resolved,
+    /// A test from the "Send a test" button.
+    Test,
+}
+
+impl AlertState {
+    /// `firing`, `resolved` or `test`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertState::Firing => "firing",
+            AlertState::Resolved => "resolved",
+            AlertState::Test => "test",
+        }
+    }
+}
+
+/// One alert to post.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alert {
+    /// The queue concerned, or empty.
+    pub queue: String,
+    /// The signal (`retry_growth`, `archive_evicting`, or a finding kind).
+    pub signal: String,
+    /// Firing, resolved or test.
+    pub state: AlertState,
+    /// The sentence.
+    pub text: String,
+    /// The figures behind it, by name.
+    pub numbers: Vec<(String, i64)>,
+    /// Where to act on the dashboard (a full URL).
+    pub link: String,
+}
+
+/// Escapes `&`, `<` and `>` as Slack's message formatting requires (a
+/// queue name could otherwise forge a link or a mention).
+pub fn slack_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The Slack-compatible body of `alert`: `text`, one attachment with its
+/// fields (queue, signal, state, the numbers, the link), and the same
+/// structured under `asynqdeck` (Slack ignores unknown keys). The Slack
+/// parts are escaped ([`slack_escape`]); the `asynqdeck` part is plain.
+pub fn message(alert: &Alert) -> serde_json::Value {
+    let prefix = match alert.state {
+        AlertState::Firing => "🔴 asynqdeck",
+        AlertState::Resolved => "✅ asynqdeck resolved",
+        AlertState::Test => "asynqdeck test",
+    };
+    let mut fields = vec![
+        serde_json::json!({"title": "queue", "value": slack_escape(&alert.queue), "short": true}),
+        serde_json::json!({"title": "signal", "value": alert.signal, "short": true}),
+        serde_json::json!({"title": "state", "value": alert.state.as_str(), "short": true}),
+    ];
+    for (k, v) in &alert.numbers {
+        fields.push(serde_json::json!({"title": k, "value": v.to_string(), "short": true}));
+    }
+    fields.push(serde_json::json!({"title": "dashboard", "value": slack_escape(&alert.link), "short": false}));
+    let numbers: serde_json::Map<String, serde_json::Value> = alert
+        .numbers
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+        .collect();
+    serde_json::json!({
+        "text": format!("{prefix}: {} <{}|open>", slack_escape(&alert.text), alert.link),
+        "attachments": [{"fields": fields}],
+        "asynqdeck": {
+            "queue": alert.queue,
+            "signal": alert.signal,
+            "state": alert.state.as_str(),
+            "text": alert.text,
+            "numbers": numbers,
+            "link": alert.link,
+        }
+    })
+}
+
+/// One post to one webhook, for `/alerts`.
+#[derive(Clone, Debug)]
+pub struct SendRecord {
+    /// When it was sent.
+    pub at: DateTime<Utc>,
+    /// The webhook's host (never its path).
+    pub host: String,
+    /// The queue and signal.
+    pub queue: String,
+    /// The signal.
+    pub signal: String,
+    /// Firing, resolved or test.
+    pub state: AlertState,
+    /// `200 OK`-like status text, or the error.
+    pub result: Result<u16, String>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    firing: bool,
+    /// A firing message was sent for the current episode.
+    notified: bool,
+    last_fired: Option<Instant>,
+    numbers: Vec<(String, i64)>,
+    text: String,
+    link: String,
+}
+
+/// The dedupe and cooldown state of every (queue, signal), and the last
+/// sends.
+#[derive(Debug)]
+pub struct Alerter {
+    config: AlertConfig,
+    entries: Mutex<HashMap<(String, String), Entry>>,
+    sends: Mutex<VecDeque<SendRecord>>,
+}
+
+impl Alerter {
+    /// An alerter for `config` (inactive without webhooks).
+    pub fn new(config: AlertConfig) -> Self {
+        Alerter {
+            config,
+            entries: Mutex::new(HashMap::new()),
+            sends: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AlertConfig {
+        &self.config
+    }
+
+    /// Whether any webhook is configured.
+    pub fn active(&self) -> bool {
+        !self.config.webhooks.is_empty()
+    }
+
+    /// The last sends, newest first.
+    pub fn sends(&self) -> Vec<SendRecord> {
+        let sends = self.sends.lock().unwrap_or_else(|e| e.into_inner());
+        sends.iter().rev().cloned().collect()
+    }
+
+    /// The alerts due at `now` given the signals holding (`current`): a
+    /// firing alert for a signal that starts holding (unless one was sent
+    /// for it within the cooldown), a resolved alert for one that stops
+    /// holding after its firing alert was sent; nothing for a signal that
+    /// keeps holding or keeps clear.
+    pub fn transitions(&self, current: &[Signal], now: Instant) -> Vec<Alert> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for s in current {
+            let key = (s.queue.clone(), s.signal.clone());
+            seen.insert(key.clone());
+            let e = entries.entry(key).or_insert(Entry {
+                firing: false,
+                notified: false,
+                last_fired: None,
+                numbers: Vec::new(),
+                text: String::new(),
+                link: String::new(),
+            });
+            e.numbers = s.numbers.clone();
+            e.text = s.text.clone();
+            e.link = format!("{}{}", self.config.dashboard_url, s.path);
+            if e.firing {
+                continue;
+            }
+            e.firing = true;
+            let cooled = e
+                .last_fired
+                .is_none_or(|t| now.saturating_duration_since(t) >= self.config.cooldown);
+            e.notified = cooled;
+            if cooled {
+                e.last_fired = Some(now);
+                out.push(Alert {
+                    queue: s.queue.clone(),
+                    signal: s.signal.clone(),
+                    state: AlertState::Firing,
+                    text: s.text.clone(),
+                    numbers: s.numbers.clone(),
+                    link: e.link.clone(),
+                });
+            }
+        }
+        for ((queue, signal), e) in entries.iter_mut() {
+            if !e.firing || seen.contains(&(queue.clone(), signal.clone())) {
+                continue;
+            }
+            e.firing = false;
+            if std::mem::take(&mut e.notified) {
+                out.push(Alert {
+                    queue: queue.clone(),
+                    signal: signal.clone(),
+                    state: AlertState::Resolved,
+                    text: format!("Cleared: {}", e.text),
+                    numbers: e.numbers.clone(),
+                    link: e.link.clone(),
+                });
+            }
+        }
+        out.sort_by(|a, b| (&a.queue, &a.signal).cmp(&(&b.queue, &b.signal)));
+        out
+    }
+
+    /// Posts `alert` to every webhook, one after the other, and records
+    /// each result. Returns the records.
+    pub async fn send(&self, alert: &Alert) -> Vec<SendRecord> {
+        let body = message(alert);
+        let mut records = Vec::new();
+        for url in &self.config.webhooks {
+            let result = post_json(url, &body, SEND_TIMEOUT).await;
+            if let Err(e) = &result {
+                tracing::warn!(host = %host_of(url), "alert webhook failed: {e}");
+            }
+            records.push(SendRecord {
+                at: Utc::now(),
+                host: host_of(url),
+                queue: alert.queue.clone(),
+                signal: alert.signal.clone(),
+                state: alert.state,
+                result,
+            });
+        }
+        let mut sends = self.sends.lock().unwrap_or_else(|e| e.into_inner());
+        for r in &records {
+            sends.push_back(r.clone());
+            while sends.len() > SENDS_KEPT {
+                sends.pop_front();
+            }
+        }
+        records
+    }
+
+    /// Sends a test message to every webhook ("Send a test").
+    pub async fn send_test(&self) -> Vec<SendRecord> {
+        let alert = Alert {
+            queue: String::new(),
+            signal: "test".into(),
+            state: AlertState::Test,
+            text: "A test message from asynqdeck: this webhook receives its alerts.".into(),
+            numbers: Vec::new(),
+            link: format!("{}/alerts", self.config.dashboard_url),
+        };
+        self.send(&alert).await
+    }
+}
+
+/// Evaluates the signals every poll interval until `stop`, posting the
+/// transitions ([`Alerter::transitions`]). Does nothing without webhooks.
+/// An evaluation whose snapshot or attention reads failed is skipped (an
+/// unreadable Redis resolves nothing).
+pub async fn run(state: AppState, stop: CancellationToken) {
+    if !state.alerts.active() {
+        return;
+    }
+    let every = state.config.poll_interval.max(Duration::from_secs(1));
+    loop {
+        Box::pin(evaluate_once(&state)).await;
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// One evaluation of [`run`]: reads the snapshot and the attention board
+/// (shared with the views), computes the transitions and sends them.
+/// Returns the alerts sent.
+pub async fn evaluate_once(state: &AppState) -> Vec<Alert> {
+    let snap = state.stats.get(&state.inspector).await;
+    if snap.error.is_some() {
+        return Vec::new();
+    }
+    let eval = state.attention.get(&state.inspector, &snap).await;
+    if eval.error.is_some() {
+        return Vec::new();
+    }
+    let current = signals(&snap, &eval.findings);
+    let alerts = state.alerts.transitions(&current, Instant::now());
+    for a in &alerts {
+        state.alerts.send(a).await;
+    }
+    alerts
+}
+
+/// Shared handle type in [`AppState`].
+pub type SharedAlerter = Arc<Alerter>;
