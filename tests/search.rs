@@ -460,6 +460,25 @@ async fn a_bad_query_is_400_naming_the_word() {
     assert!(r.text().contains("type is given twice"), "{}", r.text());
     let r = http::get(&d.app, "/api/search?cursor=zz").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    // Crafted cursors with counts past any container: 400, no overflow.
+    for text in [
+        "1\npending\n18446744073709551615\n1\n0\nalpha",
+        "1\npending\n0\n1\n18446744073709551615\nalpha",
+    ] {
+        let r = http::get(
+            &d.app,
+            &format!("/api/search?cursor={}", hex::encode(text)),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
+        assert!(r.text().starts_with("invalid argument: bad search cursor"), "{}", r.text());
+    }
+    // An age past the time range matches nothing (no overflow, no 500).
+    for q in ["age%3E9999999999h", "age%3E99999999999999"] {
+        let r = http::get(&d.app, &format!("/api/search?q={q}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}: {}", r.text());
+        assert_eq!(r.json()["tasks"], serde_json::json!([]), "{q}");
+    }
     let page = http::get(&d.app, "/search?q=age%3E%3Cb%3E").await;
     assert_eq!(page.status, StatusCode::BAD_REQUEST);
     assert!(

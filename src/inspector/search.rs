@@ -31,6 +31,10 @@ pub const SEARCH_BUDGET: usize = 2_000;
 /// containers.
 pub const SEARCH_MAX_READS: usize = 200;
 
+/// Largest offset and scanned count a cursor may carry (2^40 tasks: far
+/// past any Redis container).
+const MAX_CURSOR_COUNT: usize = 1 << 40;
+
 /// Where a search resumes: the next container position to read, the page
 /// size of the scan, and the tasks read by the calls before.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +85,10 @@ impl SearchCursor {
             || chunk == 0
             || chunk > SCAN_PAGE
             || !offset.is_multiple_of(chunk)
+            // No container holds more; bounds keep the page arithmetic
+            // from overflowing on a crafted cursor.
+            || offset > MAX_CURSOR_COUNT
+            || scanned > MAX_CURSOR_COUNT
         {
             return Err(bad());
         }
@@ -285,10 +293,14 @@ impl Inspector {
                 .map(|r| r.task().and_then(|t| since_of(state, t)))
                 .collect()
         };
-        let cutoff = query
-            .older_than
-            .and_then(|d| chrono::Duration::from_std(d).ok())
-            .map(|d| self.now() - d);
+        // An age past the representable range matches nothing rather than
+        // overflowing (cutoff before every time: the earliest instant).
+        let cutoff = query.older_than.map(|d| {
+            chrono::Duration::from_std(d)
+                .ok()
+                .and_then(|d| self.now().checked_sub_signed(d))
+                .unwrap_or(DateTime::<chrono::Utc>::MIN_UTC)
+        });
         for (row, since) in rows.into_iter().zip(since) {
             let old_enough = match (cutoff, row.task()) {
                 (Some(cut), Some(_)) => since.is_some_and(|s| s < cut),
