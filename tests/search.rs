@@ -465,13 +465,13 @@ async fn a_bad_query_is_400_naming_the_word() {
         "1\npending\n18446744073709551615\n1\n0\nalpha",
         "1\npending\n0\n1\n18446744073709551615\nalpha",
     ] {
-        let r = http::get(
-            &d.app,
-            &format!("/api/search?cursor={}", hex::encode(text)),
-        )
-        .await;
+        let r = http::get(&d.app, &format!("/api/search?cursor={}", hex::encode(text))).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
-        assert!(r.text().starts_with("invalid argument: bad search cursor"), "{}", r.text());
+        assert!(
+            r.text().starts_with("invalid argument: bad search cursor"),
+            "{}",
+            r.text()
+        );
     }
     // An age past the time range matches nothing (no overflow, no 500).
     for q in ["age%3E9999999999h", "age%3E99999999999999"] {

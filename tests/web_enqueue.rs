@@ -244,7 +244,7 @@ async fn clone_prefills_the_form_from_a_task() {
         html.contains("<option value=\"base64\" selected>base64</option>"),
         "{html}"
     );
-    assert!(html.contains(">AP8B</textarea>"), "{html}");
+    assert!(html.contains(">\nAP8B</textarea>"), "{html}");
     let task_page = http::get(&d.app, "/queues/low/tasks/src").await.text();
     assert!(
         task_page.contains("href=\"/enqueue?clone_queue=low&#38;clone_id=src\"")

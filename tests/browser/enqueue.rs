@@ -94,6 +94,43 @@ async fn enqueue_then_edit_the_payload() {
         let t = inspector.get_task_info("mail", "ui-1").await.unwrap();
         assert_eq!(t.payload, b"fixed");
         page.assert_no_console_errors("/queues/mail/tasks/ui-1").await;
+
+        // Saving a payload unchanged keeps its bytes: a leading newline, CR
+        // LF and a NUL survive the browser's textarea.
+        let odd = b"\nline1\r\nline2\0\r\n".to_vec();
+        inspector
+            .edit_task_payload("mail", "ui-1", odd.clone())
+            .await
+            .unwrap();
+        page.goto(&app.url("/queues/mail/tasks/ui-1/edit")).await;
+        page.click("#edit-form button[type=submit]").await;
+        let _: bool = page
+            .wait_js(
+                WAIT,
+                "the task page after an unchanged save",
+                "return location.pathname === '/queues/mail/tasks/ui-1' && document.querySelector('[data-field=payload]') ? true : null;",
+            )
+            .await;
+        let t = inspector.get_task_info("mail", "ui-1").await.unwrap();
+        assert_eq!(t.payload, odd);
+
+        // And a text payload with a leading newline, likewise.
+        let lead = b"\n\nindented\n".to_vec();
+        inspector
+            .edit_task_payload("mail", "ui-1", lead.clone())
+            .await
+            .unwrap();
+        page.goto(&app.url("/queues/mail/tasks/ui-1/edit")).await;
+        page.click("#edit-form button[type=submit]").await;
+        let _: bool = page
+            .wait_js(
+                WAIT,
+                "the task page after the second unchanged save",
+                "return location.pathname === '/queues/mail/tasks/ui-1' && document.querySelector('[data-field=payload]') ? true : null;",
+            )
+            .await;
+        let t = inspector.get_task_info("mail", "ui-1").await.unwrap();
+        assert_eq!(t.payload, lead);
     })
     .await;
 }

@@ -53,22 +53,29 @@ pub fn payload_bytes(payload: &str, format: &str) -> Result<Vec<u8>, String> {
         "base64" => base64::engine::general_purpose::STANDARD
             .decode(payload.split_whitespace().collect::<String>())
             .map_err(|e| format!("payload: not valid base64: {e}")),
-        _ => Ok(payload.as_bytes().to_vec()),
+        "text" | "" => Ok(payload.as_bytes().to_vec()),
+        other => Err(format!(
+            "payload: unknown format {other:?} (text, json or base64)"
+        )),
     }
 }
 
 /// `(text, format)` showing `bytes` in the form: text when UTF-8 (`json`
 /// when it also parses as JSON), else base64.
 pub fn payload_field(bytes: &[u8]) -> (String, &'static str) {
-    match std::str::from_utf8(bytes) {
-        Ok(s) if serde_json::from_str::<serde_json::Value>(s).is_ok() && !s.trim().is_empty() => {
-            (s.to_string(), "json")
-        }
-        Ok(s) => (s.to_string(), "text"),
-        Err(_) => (
+    // A browser's textarea turns CR LF into LF and NUL into U+FFFD, so text
+    // with control characters other than newline and tab goes as base64 to
+    // come back byte for byte.
+    let safe = |s: &str| !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t');
+    match std::str::from_utf8(bytes).ok().filter(|s| safe(s)) {
+        None => (
             base64::engine::general_purpose::STANDARD.encode(bytes),
             "base64",
         ),
+        Some(s) if !s.trim().is_empty() && serde_json::from_str::<serde_json::Value>(s).is_ok() => {
+            (s.to_string(), "json")
+        }
+        Some(s) => (s.to_string(), "text"),
     }
 }
 
@@ -308,6 +315,10 @@ mod tests {
         assert_eq!(payload_bytes(&text, fmt).unwrap(), bin);
         assert_eq!(payload_field(b"hello"), ("hello".to_string(), "text"));
         assert_eq!(payload_field(b"[1,2]"), ("[1,2]".to_string(), "json"));
+        // CR and NUL would not survive a textarea: base64.
+        assert_eq!(payload_field(b"a\r\nb"), ("YQ0KYg==".to_string(), "base64"));
+        assert_eq!(payload_field(b"a\0"), ("YQA=".to_string(), "base64"));
+        assert_eq!(payload_field(b"\nx\ty"), ("\nx\ty".to_string(), "text"));
         assert_eq!(payload_bytes("aGk=\n", "base64").unwrap(), b"hi".to_vec());
     }
 }
