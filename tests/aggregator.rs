@@ -491,3 +491,64 @@ async fn aggregation_is_shared_with_go_both_ways() {
     let left: Vec<String> = db.scan_keys("asynq:{q}:g:*").await.into_iter().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A member whose task key is not a hash (bad data) does not block its
+/// group: the good members are aggregated, the bad one is listed in the
+/// archive (an error row there) and its key is left as it was.
+#[tokio::test]
+async fn a_member_key_of_another_type_is_archived_and_the_group_goes_on() {
+    let db = support::redis();
+    let clock = SimulatedClock::new(now());
+    let broker = broker_at(&db, &clock).await;
+    let client = Client::from_broker(broker.clone());
+    add(&client, "g", "good", "a").await;
+    let mut conn = db.raw().await;
+    let _: () = redis::pipe()
+        .set("asynq:{q}:t:odd", "str")
+        .zadd("asynq:{q}:g:g", "odd", now().timestamp())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(10));
+    let calls = Calls::default();
+    assert_eq!(
+        aggregator(&broker, rules(10, 0, 0), &calls).tick().await,
+        report(1, 1, 0)
+    );
+    let payloads: Vec<String> = pending(&db).await.into_iter().map(|p| p.1).collect();
+    assert_eq!(payloads, vec!["a"]);
+    let archived: Vec<String> = conn.zrange("asynq:{q}:archived", 0, -1).await.unwrap();
+    assert_eq!(archived, vec!["odd"]);
+    let kept: String = conn.get("asynq:{q}:t:odd").await.unwrap();
+    assert_eq!(kept, "str");
+    let left: Vec<String> = db.scan_keys("asynq:{q}:g:*").await.into_iter().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A group key of another type (bad data) leaves the queue's other groups
+/// and its numbers readable: the bad group is left out of the list and
+/// counts 0.
+#[tokio::test]
+async fn a_group_key_of_another_type_hides_nothing_else() {
+    let db = support::redis();
+    let client = Client::connect(&db.url()).await.unwrap();
+    add(&client, "ok", "t1", "a").await;
+    add(&client, "ok", "t2", "b").await;
+    let mut conn = db.raw().await;
+    let _: () = redis::pipe()
+        .set("asynq:{q}:g:bad", "x")
+        .sadd("asynq:{q}:groups", "bad")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let inspector = asynqdeck::Inspector::connect(&db.url()).await.unwrap();
+    let groups: Vec<(String, i64)> = inspector
+        .groups("q")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| (g.group, g.size))
+        .collect();
+    assert_eq!(groups, vec![("ok".to_string(), 2)]);
+    assert_eq!(inspector.queue_info("q").await.unwrap().aggregating, 2);
+}

@@ -173,6 +173,16 @@ impl Broker {
             let n = entries.len();
             for (id, msg) in entries {
                 let Some(bytes) = msg else { continue };
+                if let Some(kind) = bytes.strip_prefix(b"wrongtype:") {
+                    members.push(SetMember::Undecodable {
+                        id,
+                        reason: format!(
+                            "the task key is a {}, not a hash",
+                            String::from_utf8_lossy(kind)
+                        ),
+                    });
+                    continue;
+                }
                 members.push(match WireTask::decode(&bytes) {
                     Ok(w) => SetMember::Task(Box::new(w.msg)),
                     Err(reason) => SetMember::Undecodable { id, reason },

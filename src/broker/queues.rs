@@ -167,16 +167,24 @@ impl Broker {
         if !rest.len().is_multiple_of(2) {
             return Err(shape(&rest.len()));
         }
-        let groups = rest
-            .chunks(2)
-            .map(|pair| match (&pair[0], &pair[1]) {
-                (Value::BulkString(name), Value::Int(size)) => Ok(GroupInfo {
+        let mut groups = Vec::new();
+        for pair in rest.chunks(2) {
+            match (&pair[0], &pair[1]) {
+                // A group key that is not a sorted set: left out, named in
+                // the log (one bad key must not hide the queue's groups).
+                (Value::BulkString(name), Value::Int(size)) if *size < 0 => {
+                    tracing::warn!(
+                        key = %keys::group_key(queue, &String::from_utf8_lossy(name)),
+                        "group key is not a sorted set; group left out"
+                    );
+                }
+                (Value::BulkString(name), Value::Int(size)) => groups.push(GroupInfo {
                     group: String::from_utf8_lossy(name).into_owned(),
                     size: *size,
                 }),
-                other => Err(shape(&other)),
-            })
-            .collect::<Result<Vec<_>>>()?;
+                other => return Err(shape(&other)),
+            }
+        }
         Ok((groups, next))
     }
 

@@ -7,7 +7,9 @@
 -- ARGV[1] task key prefix asynq:{<q>}:t:
 -- ARGV[2] most members handled by this call
 -- ARGV[3] now, unix s
--- ARGV[4] .. ids whose msg could not be decoded (kept: archived, not deleted)
+-- ARGV[4] .. ids whose msg could not be decoded or whose task key is not a
+--   hash (kept: archived, not deleted; a key of another type is left as it
+--   is and only listed in KEYS[3], where it reads as an error row)
 -- Returns: members left in the set after this call (0: the set is gone).
 -- The first call takes the set out of KEYS[2], so the recoverer never
 -- returns a set that was already aggregated to its group, even when the
@@ -28,8 +30,10 @@ local ids = redis.call("ZRANGE", KEYS[1], 0, tonumber(ARGV[2]) - 1)
 for _, id in ipairs(ids) do
     local key = ARGV[1] .. id
     if keep[id] then
-        redis.call("HSET", key, "state", "archived")
-        redis.call("HDEL", key, "group")
+        if redis.call("TYPE", key).ok == "hash" then
+            redis.call("HSET", key, "state", "archived")
+            redis.call("HDEL", key, "group")
+        end
         redis.call("ZADD", KEYS[3], ARGV[3], id)
     else
         redis.call("DEL", key)

@@ -13,7 +13,9 @@
 --   `limit` groups, total is the exact sum of their ZCARDs (exact = 1). With
 --   more, one SSCAN from cursor 0 with COUNT sample reads about `sample`
 --   names (always the same ones while the set is unchanged) and total is
---   their mean size times count, rounded (exact = 0). Read-only.
+--   their mean size times count, rounded (exact = 0). A group key that is
+--   not a sorted set counts 0 (it must not make the queue's numbers
+--   unreadable). Read-only.
 local GROUP_TOTAL_LIMIT = 1000
 local GROUP_TOTAL_SAMPLE = 200
 
@@ -30,7 +32,10 @@ local function group_total(groups_key, group_prefix, limit, sample)
     end
     local sum = 0
     for _, name in ipairs(names) do
-        sum = sum + redis.call("ZCARD", group_prefix .. name)
+        local ok, n = pcall(redis.call, "ZCARD", group_prefix .. name)
+        if ok then
+            sum = sum + n
+        end
     end
     if count <= limit then
         return count, sum, 1

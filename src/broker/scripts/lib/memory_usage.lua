@@ -66,7 +66,10 @@ local function memory_usage(k, task_prefix, group_prefix, sample, group_sample)
     end
     for i, name in ipairs(names) do
         if i <= group_sample then
-            for _, id in ipairs(redis.call("ZRANGE", group_prefix .. name, "0", last)) do
+            -- A group key of another type is skipped (lib/group_total
+            -- counts it 0).
+            local ok, ids = pcall(redis.call, "ZRANGE", group_prefix .. name, "0", last)
+            for _, id in ipairs(ok and ids or {}) do
                 local n = redis.call("MEMORY", "USAGE", task_prefix .. id)
                 if n then
                     sampled = sampled + 1
