@@ -214,7 +214,8 @@ async fn actions_are_audited_with_who_what_where_and_the_result() {
         "{html}"
     );
 
-    // Refused in read-only mode, and audited as refused.
+    // Refused by the guard (read-only mode, no CSRF token, cross-site): not
+    // recorded, so a hostile page cannot flush the capped log.
     let ro = Dashboard::new(
         inspector.clone(),
         WebConfig {
@@ -224,29 +225,35 @@ async fn actions_are_audited_with_who_what_where_and_the_result() {
     );
     let r = http::post_form(&ro.app, "/queues/q/resume", "", Some(&ro.token)).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
-    let newest = inspector
-        .audit_log(&AuditFilter::default(), None, 1)
-        .await
-        .unwrap();
-    assert_eq!(
-        seen(&newest.entries[0]),
-        s(
-            "anonymous",
-            "resume",
-            "q",
-            "",
-            None,
-            "error: 403 read-only mode: changes are disabled",
-            403
-        )
-    );
+    let r = http::call(
+        &d.app,
+        Method::POST,
+        "/queues/q/resume",
+        &[("HX-Request", "true"), ("Authorization", &auth)],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "no CSRF token");
+    let r = http::call(
+        &d.app,
+        Method::POST,
+        "/api/queues/q:resume",
+        &[
+            ("Authorization", &auth),
+            ("Origin", "http://evil.example"),
+            ("Sec-Fetch-Site", "cross-site"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
     let mut conn = db.raw().await;
     let len: usize = redis::cmd("XLEN")
         .arg("asynqdeck:{audit}:log")
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(len, 5);
+    assert_eq!(len, 4);
 }
 
 /// A request from `peer` with `headers`.
@@ -330,7 +337,18 @@ async fn the_actor_header_is_believed_only_from_trusted_proxies() {
         .collect();
     assert_eq!(
         actors,
-        vec![("anonymous", "resume"), ("<i>alice</i>", "pause")]
+        vec![
+            ("anonymous", "resume"),
+            ("untrusted 127.0.0.3: mallory", "resume"),
+            ("<i>alice</i>", "pause")
+        ]
+    );
+    assert_eq!(
+        (page.entries[1].status, page.entries[1].result.as_str()),
+        (
+            403,
+            "error: 403 the X-Forwarded-User header is accepted only from a trusted proxy"
+        )
     );
     let only_alice = inspector
         .audit_log(

@@ -120,7 +120,7 @@ async fn the_form_enqueues_with_every_option() {
             e.count,
             e.result.as_str()
         ),
-        ("enqueue", "", "", Some(1), "ok")
+        ("enqueue", "mail", "tasks/form-1", Some(1), "ok")
     );
 }
 

@@ -1,14 +1,18 @@
 //! The audit layer (issue 17 item 5): every mutating request (POST, PUT,
-//! PATCH, DELETE; pages and `/api`) is appended to the audit log
+//! PATCH, DELETE; pages and `/api`) that passed the mutation guard
+//! (read-only mode, same origin, CSRF token) is appended to the audit log
 //! ([`Inspector::record_audit`](crate::Inspector::record_audit)) once it
-//! was answered, refused ones included, and written as one JSON line to
-//! stdout (`{"audit":{…}}`).
+//! was answered, the ones the action itself refused included, and written
+//! as one JSON line to stdout (`{"audit":{…}}`). Requests the guard
+//! refuses are not recorded: a hostile page can send those from any
+//! browser, and they would push real entries out of the capped log.
 //!
 //! **Who.** The actor is the value of [`WebConfig::auth_header`] when the
 //! request comes straight from one of [`WebConfig::trusted_proxies`] (a
 //! reverse proxy that authenticated the user); a request carrying that
 //! header from any other peer is refused with 403, so nobody can name
-//! themselves. Otherwise the basic-auth user when basic auth is on, else
+//! themselves; such a mutating request is recorded as refused, with the
+//! actor `untrusted <peer>: <header value>`. Otherwise the basic-auth user when basic auth is on, else
 //! `anonymous`.
 //!
 //! **What.** The verb, queue and scope are read from the path: the queue
@@ -47,6 +51,16 @@ pub struct AuditCount(pub u64);
 /// records this status (e.g. 422) and the problems in words.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuditError(pub u16, pub String);
+
+/// What a mutating action acted on, when its path does not say (a task
+/// enqueued from the form): the audit entry's queue and scope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditTarget {
+    /// The queue.
+    pub queue: String,
+    /// The scope within it (`tasks/<id>`).
+    pub scope: String,
+}
 
 /// Peers whose [`WebConfig::auth_header`](super::WebConfig::auth_header)
 /// is believed: addresses and CIDR prefixes (`10.0.0.0/8`, `::1`).
@@ -109,22 +123,12 @@ impl TrustedProxies {
 
 /// The actor of `headers` from `peer`, or `Err` (a 403 answer) when the
 /// trusted header comes from an untrusted peer.
-fn actor(
-    state: &AppState,
-    headers: &HeaderMap,
-    peer: Option<IpAddr>,
-) -> Result<String, Box<Response>> {
+fn actor(state: &AppState, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<String, ()> {
     if let Some(name) = &state.config.auth_header
         && let Some(value) = headers.get(name.as_str())
     {
         if !peer.is_some_and(|p| state.config.trusted_proxies.contains(p)) {
-            return Err(Box::new(
-                (
-                    StatusCode::FORBIDDEN,
-                    format!("the {name} header is accepted only from a trusted proxy"),
-                )
-                    .into_response(),
-            ));
+            return Err(());
         }
         let v = String::from_utf8_lossy(value.as_bytes()).trim().to_string();
         if !v.is_empty() {
@@ -147,6 +151,16 @@ fn actor(
         return Ok(user);
     }
     Ok("anonymous".to_string())
+}
+
+/// The 403 for the trusted header from another peer.
+fn forged_refusal(state: &AppState) -> Response {
+    let name = state.config.auth_header.as_deref().unwrap_or("");
+    (
+        StatusCode::FORBIDDEN,
+        format!("the {name} header is accepted only from a trusted proxy"),
+    )
+        .into_response()
 }
 
 /// `(verb, queue, scope)` of a mutating request to `path` (the root path
@@ -194,18 +208,30 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    let actor = match actor(&state, req.headers(), peer) {
-        Ok(a) => a,
-        Err(refused) => return *refused,
-    };
-    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        return next.run(req).await;
-    }
+    let reading = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let root = state.config.root_path.trim_end_matches('/');
     let path = req.uri().path();
     let path = path.strip_prefix(root).unwrap_or(path).to_string();
     let (verb, queue, scope) = describe(req.method(), &path);
-    let response = next.run(req).await;
+    let (actor, response) = match actor(&state, req.headers(), peer) {
+        Ok(_) if reading => return next.run(req).await,
+        Ok(a) => (a, next.run(req).await),
+        Err(_) if reading => return forged_refusal(&state),
+        Err(_) => {
+            let claimed = state
+                .config
+                .auth_header
+                .as_deref()
+                .and_then(|h| req.headers().get(h))
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .unwrap_or_default();
+            let who = peer.map_or("unknown peer".to_string(), |p| p.to_string());
+            (
+                format!("untrusted {who}: {claimed}"),
+                forged_refusal(&state),
+            )
+        }
+    };
     let status = response.status();
     // One task named in the path (`tasks/<id>`, asynqmon's `<state>_tasks/<id>`).
     let single = {
@@ -217,6 +243,10 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         .get::<AuditCount>()
         .map(|c| c.0)
         .or(single.then_some(1));
+    let (queue, scope) = match response.extensions().get::<AuditTarget>() {
+        Some(t) => (t.queue.clone(), t.scope.clone()),
+        None => (queue, scope),
+    };
     let noted = response.extensions().get::<AuditError>().cloned();
     let mut recorded_status = status.as_u16();
     let (response, result) = if let Some(AuditError(code, text)) = noted {

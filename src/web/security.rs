@@ -26,8 +26,8 @@ use super::AppState;
 pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /// Wraps `routes` with the security layers (outermost first: headers, the
-/// `Host` check of [`super::hosts`], basic auth, the audit layer of
-/// [`super::audit`], mutation guard) and, inside
+/// `Host` check of [`super::hosts`], basic auth, mutation guard, the audit
+/// layer of [`super::audit`]) and, inside
 /// them, a panic catcher: a handler that panics (a bug, never data) answers
 /// 500 with a plain text instead of dropping the connection.
 pub fn layers(routes: Router<AppState>, state: AppState) -> Router<AppState> {
@@ -35,11 +35,11 @@ pub fn layers(routes: Router<AppState>, state: AppState) -> Router<AppState> {
         .layer(CatchPanicLayer::custom(panicked))
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            guard_mutations,
+            super::audit::record,
         ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            super::audit::record,
+            guard_mutations,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), basic_auth))
         .layer(middleware::from_fn_with_state(

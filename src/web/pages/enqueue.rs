@@ -27,7 +27,7 @@ use serde::Deserialize;
 use super::Layout;
 use super::enqueue_form::{EnqueueForm, PAYLOAD_FORMATS, payload_bytes, payload_field};
 use crate::web::AppState;
-use crate::web::audit::AuditError;
+use crate::web::audit::{AuditError, AuditTarget};
 use crate::web::error::PageError;
 use crate::web::urls;
 
@@ -147,6 +147,10 @@ async fn enqueue_post(State(state): State<AppState>, Form(f): Form<EnqueueForm>)
             state.stats.invalidate().await;
             let mut r = go_to_task(&state, &info.queue, &info.id);
             r.extensions_mut().insert(crate::web::AuditCount(1));
+            r.extensions_mut().insert(AuditTarget {
+                queue: info.queue.clone(),
+                scope: format!("tasks/{}", info.id),
+            });
             r
         }
         Err(e) => again(f, vec![e.to_string()]),
