@@ -346,3 +346,68 @@ fn alert_flags_and_environment() {
             .contains("--alert-webhook x.example: not an http:// or https:// URL")
     );
 }
+
+/// Two dashboards on one Redis post one firing message per episode and
+/// one resolved message (N6); a dashboard started while the finding holds
+/// (a restart) posts nothing; the claim keys carry the `{alerts}` hash tag.
+#[tokio::test]
+async fn dashboards_sharing_a_redis_post_each_transition_once() {
+    let receiver = Receiver::start().await;
+    let mut c = clocked(clock::now()).await;
+    c.client
+        .enqueue(
+            &Task::new("job", b"{}".to_vec()),
+            EnqueueOptions::new().queue("idle").task_id("t1"),
+        )
+        .await
+        .unwrap();
+    let dashboard = || AppState::new(Inspector::from_broker(c.broker.clone()), config(&receiver));
+    let (a, b) = (dashboard(), dashboard());
+
+    assert_eq!(
+        summary(&evaluate_once(&a).await),
+        vec![(
+            "idle".to_string(),
+            "no_consumer".to_string(),
+            AlertState::Firing
+        )]
+    );
+    assert!(evaluate_once(&b).await.is_empty());
+    let restarted = dashboard();
+    assert!(evaluate_once(&restarted).await.is_empty());
+    receiver.wait_for(1, WAIT).await;
+    assert_eq!(receiver.bodies().len(), 1);
+    let token: String = c
+        .conn
+        .get(keys::alert_firing_key("idle", "no_consumer"))
+        .await
+        .unwrap();
+    assert_eq!(token.len(), 32, "{token}");
+    let ttl: i64 = c
+        .conn
+        .pttl(keys::alert_firing_key("idle", "no_consumer"))
+        .await
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 900_000, "{ttl}");
+
+    c.inspector.delete_task("idle", "t1").await.unwrap();
+    assert_eq!(
+        summary(&evaluate_once(&b).await),
+        vec![(
+            "idle".to_string(),
+            "no_consumer".to_string(),
+            AlertState::Resolved
+        )]
+    );
+    assert!(evaluate_once(&a).await.is_empty());
+    assert!(evaluate_once(&restarted).await.is_empty());
+    let bodies = receiver.wait_for(2, WAIT).await;
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[1]["asynqdeck"]["state"], "resolved");
+    let resolved: String = c.conn.get(keys::alert_resolved_key(&token)).await.unwrap();
+    assert_eq!(resolved, "1");
+    assert_eq!(
+        keys::alert_firing_key("idle", "no_consumer"),
+        "asynqdeck:{alerts}:firing:4:idle:no_consumer"
+    );
+}

@@ -211,6 +211,27 @@ pub const AUDIT_LOG: &str = "asynqdeck:{audit}:log";
 /// Most entries [`AUDIT_LOG`] keeps (older ones are trimmed at each append).
 pub const AUDIT_LOG_MAX: usize = 10_000;
 
+/// `asynqdeck:{alerts}:firing:<queue length>:<queue>:<signal>`: STRING
+/// holding the token of the alert episode whose "firing" message a
+/// dashboard sent, with a TTL of the alert cooldown (issue 17, N6). Every
+/// dashboard on the Redis claims it with `SET NX` before posting, so one
+/// post goes out per episode however many dashboards run (and a restart
+/// does not post again). The length prefix keeps `a:b` + `c` apart from
+/// `a` + `b:c`.
+pub fn alert_firing_key(queue: &str, signal: &str) -> String {
+    format!(
+        "asynqdeck:{{alerts}}:firing:{}:{queue}:{signal}",
+        queue.len()
+    )
+}
+
+/// `asynqdeck:{alerts}:resolved:<episode token>`: STRING claimed with
+/// `SET NX` before a "resolved" message for that episode is posted, so it
+/// is posted once (see [`alert_firing_key`]).
+pub fn alert_resolved_key(episode: &str) -> String {
+    format!("asynqdeck:{{alerts}}:resolved:{episode}")
+}
+
 /// `asynq:scheduler_history:<entry id>`: ZSET of `SchedulerEnqueueEvent`, score = enqueue time (unix s).
 pub fn scheduler_history_key(entry_id: &str) -> String {
     format!("asynq:scheduler_history:{entry_id}")

@@ -53,6 +53,7 @@ pub mod proto;
 pub(crate) mod scripts;
 
 mod aggregation;
+mod alert_claims;
 mod attention;
 mod audit;
 mod bad_counters;
@@ -97,6 +98,7 @@ pub use aggregation::{
     AGGREGATION_CHUNK, AGGREGATION_SET_MAX, AGGREGATION_SET_TIMEOUT, AggregationSet, GroupRules,
     SetMember,
 };
+pub use alert_claims::AlertClaim;
 pub use attention::{AttentionHeads, LateServer, QUEUE_HEADS_COMMANDS};
 pub use audit::StoredAuditEntry;
 pub use bad_counters::bad_counters;

@@ -36,6 +36,7 @@
 //! re-exported here.
 
 mod actions;
+mod alert_claims;
 pub mod attention;
 mod audit;
 mod cluster;
@@ -59,6 +60,7 @@ mod stats;
 mod tab;
 mod tasks;
 
+pub use crate::broker::AlertClaim;
 pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
 pub use crate::broker::{BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};

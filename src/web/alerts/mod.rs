@@ -8,6 +8,15 @@
 //! within the cooldown, and a "resolved" message when the condition
 //! clears. `/alerts` lists the webhooks (host only: a webhook URL's path is
 //! its secret), the last sends, and a "Send a test" button.
+//!
+//! Every dashboard on one Redis evaluates the same signals, so each post is
+//! claimed in Redis first ([`Inspector::claim_alert_firing`]): the firing
+//! post of an episode and its resolved post go out once whichever dashboard
+//! sees them first, and a restarted dashboard does not post again within
+//! the cooldown. When Redis cannot answer the claim, the post goes out (a
+//! duplicate beats a missed page).
+//!
+//! [`Inspector::claim_alert_firing`]: crate::inspector::Inspector::claim_alert_firing
 
 mod send;
 mod signals;
@@ -23,6 +32,7 @@ pub use send::{host_of, post_json};
 pub use signals::{Signal, signals};
 
 use super::AppState;
+use crate::inspector::AlertClaim;
 
 /// Default `--alert-cooldown`: 15 minutes.
 pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(15 * 60);
@@ -30,6 +40,9 @@ pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(15 * 60);
 pub const SENDS_KEPT: usize = 20;
 /// Longest wait for one webhook's answer.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// Shortest life of a claim in Redis (a cooldown below it still dedupes
+/// the dashboards, which evaluate a poll interval apart).
+pub const MIN_CLAIM_TTL: Duration = Duration::from_secs(30);
 
 /// The alert settings of `asynqdeck serve`.
 #[derive(Clone, Debug)]
@@ -161,6 +174,9 @@ struct Entry {
     /// A firing message was sent for the current episode.
     notified: bool,
     last_fired: Option<Instant>,
+    /// The token of the episode's firing claim in Redis (ours or the
+    /// dashboard's that posted it).
+    episode: Option<String>,
     numbers: Vec<(String, i64)>,
     text: String,
     link: String,
@@ -195,6 +211,28 @@ impl Alerter {
         !self.config.webhooks.is_empty()
     }
 
+    /// How long a claim in Redis lives: the cooldown, at least
+    /// [`MIN_CLAIM_TTL`].
+    pub fn claim_ttl(&self) -> Duration {
+        self.config.cooldown.max(MIN_CLAIM_TTL)
+    }
+
+    /// The episode token of `(queue, signal)`'s last firing claim.
+    pub fn episode(&self, queue: &str, signal: &str) -> Option<String> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(&(queue.to_string(), signal.to_string()))
+            .and_then(|e| e.episode.clone())
+    }
+
+    /// Records the episode token of `(queue, signal)`'s firing claim.
+    pub fn set_episode(&self, queue: &str, signal: &str, token: Option<String>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = entries.get_mut(&(queue.to_string(), signal.to_string())) {
+            e.episode = token;
+        }
+    }
+
     /// The last sends, newest first.
     pub fn sends(&self) -> Vec<SendRecord> {
         let sends = self.sends.lock().unwrap_or_else(|e| e.into_inner());
@@ -217,6 +255,7 @@ impl Alerter {
                 firing: false,
                 notified: false,
                 last_fired: None,
+                episode: None,
                 numbers: Vec::new(),
                 text: String::new(),
                 link: String::new(),
@@ -326,8 +365,8 @@ pub async fn run(state: AppState, stop: CancellationToken) {
 }
 
 /// One evaluation of [`run`]: reads the snapshot and the attention board
-/// (shared with the views), computes the transitions and sends them.
-/// Returns the alerts sent.
+/// (shared with the views), computes the transitions, claims each in Redis
+/// ([`claimed`]) and sends those claimed. Returns the alerts sent.
 pub async fn evaluate_once(state: &AppState) -> Vec<Alert> {
     let snap = state.stats.get(&state.inspector).await;
     if snap.error.is_some() {
@@ -338,11 +377,56 @@ pub async fn evaluate_once(state: &AppState) -> Vec<Alert> {
         return Vec::new();
     }
     let current = signals(&snap, &eval.findings);
-    let alerts = state.alerts.transitions(&current, Instant::now());
-    for a in &alerts {
-        state.alerts.send(a).await;
+    let mut sent = Vec::new();
+    for a in state.alerts.transitions(&current, Instant::now()) {
+        if claimed(state, &a).await {
+            state.alerts.send(&a).await;
+            sent.push(a);
+        }
     }
-    alerts
+    sent
+}
+
+/// Whether this dashboard posts `alert`: a firing alert claims a new
+/// episode for its (queue, signal), a resolved one claims its episode's
+/// resolution. False when another dashboard (or this one before a restart)
+/// holds the claim; true when Redis fails to answer or no episode is known.
+pub async fn claimed(state: &AppState, alert: &Alert) -> bool {
+    let ttl = state.alerts.claim_ttl();
+    let (queue, signal) = (&alert.queue, &alert.signal);
+    let claim = match alert.state {
+        AlertState::Test => return true,
+        AlertState::Firing => {
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            let claim = state
+                .inspector
+                .claim_alert_firing(queue, signal, &token, ttl)
+                .await;
+            match &claim {
+                Ok(AlertClaim::Claimed) => state.alerts.set_episode(queue, signal, Some(token)),
+                Ok(AlertClaim::Held(other)) => {
+                    state.alerts.set_episode(queue, signal, other.clone())
+                }
+                Err(_) => {}
+            }
+            claim
+        }
+        AlertState::Resolved => match state.alerts.episode(queue, signal) {
+            None => return true,
+            Some(token) => state.inspector.claim_alert_resolved(&token, ttl).await,
+        },
+    };
+    match claim {
+        Ok(AlertClaim::Claimed) => true,
+        Ok(AlertClaim::Held(_)) => {
+            tracing::info!(%queue, %signal, state = alert.state.as_str(), "alert already posted by another dashboard");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(%queue, %signal, "alert claim failed, posting anyway: {e}");
+            true
+        }
+    }
 }
 
 /// Shared handle type in [`AppState`].

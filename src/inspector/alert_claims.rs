@@ -1,0 +1,32 @@
+//! The alert webhooks' shared claims (issue 17 item 6, N6): one post per
+//! alert episode across every dashboard on the Redis. See
+//! `broker/alert_claims.rs`.
+
+use std::time::Duration;
+
+use super::Inspector;
+use crate::broker::AlertClaim;
+use crate::error::Result;
+
+impl Inspector {
+    /// Claims the "firing" post of `(queue, signal)` for the new episode
+    /// `token` for `ttl` (the cooldown). [`AlertClaim::Held`] carries the
+    /// episode another dashboard posted. Errors: [`crate::Error::Redis`].
+    pub async fn claim_alert_firing(
+        &self,
+        queue: &str,
+        signal: &str,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<AlertClaim> {
+        self.broker
+            .claim_alert_firing(queue, signal, token, ttl)
+            .await
+    }
+
+    /// Claims the "resolved" post of episode `token` for `ttl`. Errors:
+    /// [`crate::Error::Redis`].
+    pub async fn claim_alert_resolved(&self, token: &str, ttl: Duration) -> Result<AlertClaim> {
+        self.broker.claim_alert_resolved(token, ttl).await
+    }
+}
