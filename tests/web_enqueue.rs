@@ -394,3 +394,63 @@ async fn read_only_has_no_forms() {
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
 }
+
+/// A payload of 6 MiB (8 MiB as base64, past axum's default 2 MB body
+/// limit) is edited and enqueued unchanged; a body past the forms' 64 MiB
+/// limit answers 413 and changes nothing.
+#[tokio::test]
+async fn large_payloads_are_edited_and_enqueued() {
+    use base64::Engine as _;
+    let db = support::redis();
+    let (d, inspector) = dashboard(&db, false).await;
+    let client = Client::connect(&db.url()).await.unwrap();
+    client
+        .enqueue(
+            &Task::new("big", b"small".to_vec()),
+            EnqueueOptions::new().task_id("b"),
+        )
+        .await
+        .unwrap();
+    let payload: Vec<u8> = (0..6 * 1024 * 1024u32)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&payload);
+
+    let r = d
+        .post(
+            "/queues/default/tasks/b/edit",
+            &form(&[("payload_format", "base64"), ("payload", &b64)]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let t = inspector.get_task_info("default", "b").await.unwrap();
+    assert_eq!(t.payload.len(), payload.len());
+    assert!(t.payload == payload);
+
+    let r = d
+        .post(
+            "/enqueue",
+            &form(&[
+                ("queue", "default"),
+                ("task_type", "big"),
+                ("payload_format", "base64"),
+                ("payload", &b64),
+                ("task_id", "b2"),
+            ]),
+        )
+        .await;
+    assert!(r.status.is_success(), "{} {}", r.status, r.text());
+    let t = inspector.get_task_info("default", "b2").await.unwrap();
+    assert!(t.payload == payload);
+
+    let huge = "A".repeat(asynqdeck::web::MAX_FORM_BODY);
+    let r = d
+        .post(
+            "/queues/default/tasks/b/edit",
+            &form(&[("payload_format", "text"), ("payload", &huge)]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let t = inspector.get_task_info("default", "b").await.unwrap();
+    assert!(t.payload == payload);
+}

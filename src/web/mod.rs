@@ -38,6 +38,7 @@ use axum::Router;
 
 pub use audit::{AuditCount, TrustedProxies};
 pub use hosts::AllowedHosts;
+pub use pages::MAX_FORM_BODY;
 pub use pressure::{PressureCache, PressureCell};
 pub use state::{
     AppState, GROWTH_REFRESH, MEMORY_REFRESH, MemoryEstimate, QueueRow, Snapshot, StatsCache,

@@ -14,11 +14,13 @@
 //! the values kept and the problems listed; the audit entry records it as
 //! refused (422) with the problems.
 //! Read-only mode shows no form (and the security layer refuses the POST).
+//! Both POSTs take bodies up to [`MAX_FORM_BODY`] (axum's default, 2 MB,
+//! would refuse editing a large payload).
 
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::Router;
-use axum::extract::{Form, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Form, Path, Query, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -38,7 +40,13 @@ pub fn routes() -> Router<AppState> {
             "/queues/{queue}/tasks/{id}/edit",
             get(edit_get).post(edit_post),
         )
+        .layer(DefaultBodyLimit::max(MAX_FORM_BODY))
 }
+
+/// Largest request body of the enqueue and edit forms: 64 MiB, bytes as
+/// sent (a URL-encoded payload takes up to three bytes per byte). Larger
+/// bodies answer 413.
+pub const MAX_FORM_BODY: usize = 64 * 1024 * 1024;
 
 #[derive(Template, WebTemplate)]
 #[template(path = "enqueue.html")]

@@ -7,6 +7,7 @@
 mod alerts;
 mod audit;
 mod enqueue;
+pub use enqueue::MAX_FORM_BODY;
 mod enqueue_form;
 mod history;
 pub(crate) mod jobs;
