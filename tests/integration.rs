@@ -41,6 +41,7 @@ mod scheduler;
 mod scheduler_interop;
 mod scheduler_replicas;
 mod search;
+mod search_bulk;
 mod sentinel;
 mod server_interop;
 mod server_seeds;

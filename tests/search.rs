@@ -505,7 +505,12 @@ async fn the_page_links_tasks_escapes_errors_and_offers_bulk_jobs() {
     );
     assert!(!page.body.contains("<b>exceeded"));
     assert!(page.body.contains("href=\"/queues/alpha/tasks/a4\""));
-    assert!(page.body.contains("Bulk actions act on one queue tab"));
+    assert!(
+        page.body
+            .contains("href=\"/search/bulk/delete?q=error~timeout\""),
+        "{}",
+        page.body
+    );
     let task = http::get(&d.app, "/queues/alpha/tasks/a4").await;
     assert_eq!(task.status, StatusCode::OK);
 
@@ -521,21 +526,23 @@ async fn the_page_links_tasks_escapes_errors_and_offers_bulk_jobs() {
     assert_eq!(
         bulk,
         [
-            "/queues/alpha/retry/matching/run?type=email%3Asend",
-            "/queues/alpha/retry/matching/archive?type=email%3Asend",
-            "/queues/alpha/retry/matching/delete?type=email%3Asend",
+            "/queues/alpha/retry/matching/run?search=type%3Aemail%3Asend",
+            "/queues/alpha/retry/matching/archive?search=type%3Aemail%3Asend",
+            "/queues/alpha/retry/matching/delete?search=type%3Aemail%3Asend",
         ]
     );
     assert!(
         page.body
-            .contains("On every match in the tab (<span class=\"bulk-count\">1 task</span>)"),
+            .contains("On every match of the search (<span class=\"bulk-count\">1 task</span>)"),
         "{}",
         page.body
     );
     let confirm = http::get(&d.app, &bulk[1]).await;
     assert_eq!(confirm.status, StatusCode::OK);
     assert!(
-        confirm.body.contains("This will archive 1 retry task"),
+        confirm.body.contains(
+            "This will archive 1 retry tasks of queue alpha matching search type:email:send."
+        ),
         "{}",
         confirm.body
     );
@@ -612,5 +619,9 @@ async fn read_only_searches_without_bulk_actions() {
     let page = http::get(&d.app, "/search?q=queue%3Aalpha+state%3Aretry").await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("href=\"/queues/alpha/tasks/a3\""));
-    assert!(!page.body.contains("/matching/") && !page.body.contains("/all/"));
+    assert!(
+        !page.body.contains("/matching/")
+            && !page.body.contains("/all/")
+            && !page.body.contains("/search/bulk/")
+    );
 }

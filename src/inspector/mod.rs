@@ -52,6 +52,7 @@ mod run_entry;
 mod samples;
 mod scheduler_groups;
 mod search;
+mod search_jobs;
 mod search_query;
 mod servers;
 pub mod signatures;
@@ -81,6 +82,7 @@ pub use samples::{
 };
 pub use scheduler_groups::ReplicaGroup;
 pub use search::{SEARCH_BUDGET, SEARCH_MAX_READS, SearchCursor, SearchHit, SearchPage};
+pub use search_jobs::{SEARCH_JOB_TABS, SEARCH_PREVIEW_STEPS, SearchJobPlan};
 pub use search_query::{SEARCH_STATES, SearchQuery};
 pub use servers::{
     SchedulerEnqueueEvent, SchedulerEntriesPage, SchedulerEntry, ServerInfo, ServersPage,

@@ -293,14 +293,7 @@ impl Inspector {
                 .map(|r| r.task().and_then(|t| since_of(state, t)))
                 .collect()
         };
-        // An age past the representable range matches nothing rather than
-        // overflowing (cutoff before every time: the earliest instant).
-        let cutoff = query.older_than.map(|d| {
-            chrono::Duration::from_std(d)
-                .ok()
-                .and_then(|d| self.now().checked_sub_signed(d))
-                .unwrap_or(DateTime::<chrono::Utc>::MIN_UTC)
-        });
+        let cutoff = self.age_cutoff(query);
         for (row, since) in rows.into_iter().zip(since) {
             let old_enough = match (cutoff, row.task()) {
                 (Some(cut), Some(_)) => since.is_some_and(|s| s < cut),
@@ -328,6 +321,60 @@ fn matches_fields(q: &SearchQuery, error: Option<&str>, t: &TaskInfo) -> bool {
             .as_deref()
             .is_none_or(|p| contains(&t.payload, p.as_bytes()))
         && q.retried_over.is_none_or(|n| t.retried > n)
+}
+
+impl SearchQuery {
+    /// Whether `t` passes the type, error, payload and retried filters
+    /// (not the age filter: [`Inspector::age_keeps`]).
+    pub fn fields_match(&self, t: &TaskInfo) -> bool {
+        let error = self.error.as_deref().map(str::to_lowercase);
+        matches_fields(self, error.as_deref(), t)
+    }
+}
+
+impl Inspector {
+    /// For each of `tasks` (of `queue`'s `state`), whether it passes
+    /// `query`'s age filter, as the search reads it ([`SearchQuery::older_than`]):
+    /// all true without one; pending tasks by `pending_since` (one
+    /// pipelined read). Errors: [`Error::Redis`].
+    pub async fn age_keeps(
+        &self,
+        query: &SearchQuery,
+        queue: &str,
+        state: TaskState,
+        tasks: &[&TaskInfo],
+    ) -> Result<Vec<bool>> {
+        let Some(cutoff) = self.age_cutoff(query) else {
+            return Ok(vec![true; tasks.len()]);
+        };
+        let since: Vec<Option<DateTime<Utc>>> = if state == TaskState::Pending {
+            let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+            self.broker
+                .pending_since(queue, &ids)
+                .await?
+                .into_iter()
+                .map(|ns| ns.map(DateTime::from_timestamp_nanos))
+                .collect()
+        } else {
+            tasks.iter().map(|t| since_of(state, t)).collect()
+        };
+        Ok(since
+            .into_iter()
+            .map(|s| s.is_some_and(|s| s < cutoff))
+            .collect())
+    }
+
+    /// The time before which a task entered its state to pass `query`'s
+    /// age filter; `None` without one. An age past the representable range
+    /// gives the earliest instant (nothing matches).
+    fn age_cutoff(&self, query: &SearchQuery) -> Option<DateTime<Utc>> {
+        query.older_than.map(|d| {
+            chrono::Duration::from_std(d)
+                .ok()
+                .and_then(|d| self.now().checked_sub_signed(d))
+                .unwrap_or(DateTime::<chrono::Utc>::MIN_UTC)
+        })
+    }
 }
 
 /// An error of the data (a key of the wrong type, a corrupt value), not of

@@ -104,6 +104,14 @@ impl SearchQuery {
         self.apply(key, op, value, &format!("{key}={value}"))
     }
 
+    /// The query without its scope (queues, states): the filters a job
+    /// applies in each tab it acts on.
+    pub fn filters_only(mut self) -> SearchQuery {
+        self.queues.clear();
+        self.states.clear();
+        self
+    }
+
     /// Whether nothing but the scope (queues, states) is set.
     pub fn is_unfiltered(&self) -> bool {
         self.task_type.is_none()

@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 
 use super::errgroups::{self, ErrGroup};
 use super::signatures::{self, ErrSignature};
-use super::{GroupInfo, Inspector, Page, QueueInfo, TaskRow};
+use super::{GroupInfo, Inspector, Page, QueueInfo, SearchQuery, TaskRow};
 use crate::error::{Error, Result};
 use crate::task::{TaskInfo, TaskState};
 
@@ -39,12 +39,20 @@ pub struct TabFilter {
     pub payload: String,
     /// [`errgroups::group_id`] of a normalised LastErr.
     pub err: String,
+    /// A search's filters (issue 17 item 1: a bulk action on a search's
+    /// matches): type (exact or prefix), `error~`, `payload~`, `retried>`
+    /// here; its `age>` needs the time the task entered its state, which
+    /// [`Inspector::age_keeps`] reads. Its queues and states are ignored.
+    pub search: Option<SearchQuery>,
 }
 
 impl TabFilter {
     /// Whether the filter needs the bounded scan (type, payload or error).
     pub fn scans(&self) -> bool {
-        !self.task_type.is_empty() || !self.payload.is_empty() || !self.err.is_empty()
+        !self.task_type.is_empty()
+            || !self.payload.is_empty()
+            || !self.err.is_empty()
+            || self.search.is_some()
     }
 
     /// Whether `t` passes the type, payload and error filters (the id
@@ -54,6 +62,7 @@ impl TabFilter {
             && (self.payload.is_empty() || contains(&t.payload, self.payload.as_bytes()))
             && (self.err.is_empty()
                 || errgroups::group_id(&errgroups::normalise(&t.last_err)) == self.err)
+            && self.search.as_ref().is_none_or(|q| q.fields_match(t))
     }
 }
 

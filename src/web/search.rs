@@ -118,51 +118,52 @@ pub struct BulkLink {
     pub href: String,
 }
 
-/// The bulk actions whose job acts on exactly the matches of `query`, or
-/// why there are none. The jobs work on one queue tab with the tab's
-/// filters (exact type, payload substring), so the search must name one
-/// queue and one state and use no other filter.
+/// The bulk actions on exactly the matches of `query`, or why there are
+/// none. A search of one queue tab links to the tab's job confirmation
+/// (`…/{state}/all/{op}`, or `…/matching/{op}?search=<filters>`); a wider
+/// search links to `/search/bulk/{op}?q=<query>`, which starts one job per
+/// tab ([`crate::inspector::SearchJobPlan`]). An action is offered when a
+/// state in scope allows it.
 pub fn bulk_links(query: &SearchQuery) -> std::result::Result<Vec<BulkLink>, String> {
-    let ([queue], [state]) = (query.queues.as_slice(), query.states.as_slice()) else {
-        return Err(
-            "Bulk actions act on one queue tab: add one queue: and one state: to the search."
-                .into(),
-        );
+    let states = query.scope_states();
+    let ops: Vec<TaskAction> = TaskAction::ALL
+        .into_iter()
+        .filter(|op| states.iter().any(|s| op.allowed_in(*s)))
+        .collect();
+    if ops.is_empty() {
+        return Err("No bulk action applies to the states searched.".into());
+    }
+    let label = |op: TaskAction| match op {
+        TaskAction::Run => "Run",
+        TaskAction::Archive => "Archive",
+        TaskAction::Delete => "Delete",
+        TaskAction::Cancel => "Cancel",
     };
-    if query.error.is_some() || query.older_than.is_some() || query.retried_over.is_some() {
-        return Err("Bulk actions can filter by exact type: and payload~ only: remove error~, age> and retried> (or use the queue tab's error groups).".into());
-    }
-    if query.task_type.as_deref().is_some_and(|t| t.ends_with('*')) {
-        return Err("Bulk actions need an exact type: (no *).".into());
-    }
-    let mut qs = Vec::new();
-    if let Some(t) = &query.task_type {
-        qs.push(format!("type={}", encode(t)));
-    }
-    if let Some(p) = &query.payload {
-        qs.push(format!("q={}", encode(p)));
-    }
-    let scope = if qs.is_empty() { "all" } else { "matching" };
-    let qs = if qs.is_empty() {
-        String::new()
-    } else {
-        format!("?{}", qs.join("&"))
+    let href = |op: TaskAction| match (query.queues.as_slice(), states.as_slice()) {
+        ([queue], [state]) => {
+            let filters = query.clone().filters_only();
+            let base = format!("/queues/{}/{}", segment(queue), state.as_str());
+            if filters.is_unfiltered() {
+                format!("{base}/all/{}", op.as_str())
+            } else {
+                format!(
+                    "{base}/matching/{}?search={}",
+                    op.as_str(),
+                    encode(&filters.to_text())
+                )
+            }
+        }
+        _ => format!(
+            "/search/bulk/{}?q={}",
+            op.as_str(),
+            encode(&query.to_text())
+        ),
     };
-    Ok(TaskAction::for_state(*state)
+    Ok(ops
         .into_iter()
         .map(|op| BulkLink {
-            label: match op {
-                TaskAction::Run => "Run",
-                TaskAction::Archive => "Archive",
-                TaskAction::Delete => "Delete",
-                TaskAction::Cancel => "Cancel",
-            },
-            href: format!(
-                "/queues/{}/{}/{scope}/{}{qs}",
-                segment(queue),
-                state.as_str(),
-                op.as_str()
-            ),
+            label: label(op),
+            href: href(op),
         })
         .collect())
 }
@@ -173,31 +174,33 @@ mod tests {
     use crate::TaskState;
 
     #[test]
-    fn bulk_links_need_one_tab_and_tab_filters() {
-        let q = SearchQuery::parse("queue:a state:retry type:email:send payload~u1").unwrap();
-        let links = bulk_links(&q).unwrap();
-        let hrefs: Vec<&str> = links.iter().map(|l| l.href.as_str()).collect();
+    fn bulk_links_per_tab_and_across_tabs() {
+        let q = SearchQuery::parse("queue:a state:retry type:email:* error~\"time out\" age>1h")
+            .unwrap();
+        let hrefs: Vec<String> = bulk_links(&q)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.href)
+            .collect();
         assert_eq!(
             hrefs,
             [
-                "/queues/a/retry/matching/run?type=email%3Asend&q=u1",
-                "/queues/a/retry/matching/archive?type=email%3Asend&q=u1",
-                "/queues/a/retry/matching/delete?type=email%3Asend&q=u1",
+                "/queues/a/retry/matching/run?search=type%3Aemail%3A%2A%20error~%22time%20out%22%20age%3E3600s",
+                "/queues/a/retry/matching/archive?search=type%3Aemail%3A%2A%20error~%22time%20out%22%20age%3E3600s",
+                "/queues/a/retry/matching/delete?search=type%3Aemail%3A%2A%20error~%22time%20out%22%20age%3E3600s",
             ]
         );
         let all = bulk_links(&SearchQuery::parse("queue:a state:pending").unwrap()).unwrap();
         assert_eq!(all[0].href, "/queues/a/pending/all/archive");
         assert_eq!(TaskAction::for_state(TaskState::Pending).len(), all.len());
-        for text in [
-            "queue:a",
-            "state:retry",
-            "queue:a state:retry error~x",
-            "queue:a state:retry type:e*",
-        ] {
-            assert!(
-                bulk_links(&SearchQuery::parse(text).unwrap()).is_err(),
-                "{text}"
-            );
-        }
+        let wide = bulk_links(&SearchQuery::parse("retried>2").unwrap()).unwrap();
+        let labels: Vec<&str> = wide.iter().map(|l| l.label).collect();
+        assert_eq!(labels, ["Run", "Archive", "Delete", "Cancel"]);
+        assert_eq!(wide[0].href, "/search/bulk/run?q=retried%3E2");
+        let active = bulk_links(&SearchQuery::parse("state:active").unwrap()).unwrap();
+        assert_eq!(
+            active.iter().map(|l| l.label).collect::<Vec<_>>(),
+            ["Cancel"]
+        );
     }
 }

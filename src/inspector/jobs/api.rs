@@ -9,7 +9,7 @@ use super::{JobPreview, JobSpec, JobStatus, run};
 use crate::Inspector;
 use crate::error::{Error, Result};
 use crate::inspector::{Page, SCAN_LIMIT, SCAN_PAGE};
-use crate::task::TaskState;
+use crate::task::{TaskInfo, TaskState};
 
 /// Checks that `spec` names an action its state allows, a group for the
 /// aggregating tab, and a valid queue name.
@@ -85,11 +85,20 @@ impl Inspector {
                 None => self.list_tasks(&spec.queue, spec.state, page).await?,
             };
             scanned += rows.len() as u64;
-            matching += rows
+            let kept: Vec<&TaskInfo> = rows
                 .iter()
                 .filter_map(|r| r.task())
                 .filter(|t| filter.matches(t))
-                .count() as u64;
+                .collect();
+            matching += match filter.search.as_ref() {
+                Some(q) if q.older_than.is_some() => self
+                    .age_keeps(q, &spec.queue, spec.state, &kept)
+                    .await?
+                    .into_iter()
+                    .filter(|k| *k)
+                    .count() as u64,
+                _ => kept.len() as u64,
+            };
             if rows.len() < SCAN_PAGE {
                 break;
             }

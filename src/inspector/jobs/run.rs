@@ -191,15 +191,26 @@ impl Job {
                 .job_read_tasks(queue, spec.state, group, self.loaded.cursor, budget)
                 .await?;
             let read = tasks.len() as u64;
-            let picked = tasks
+            let kept: Vec<(String, TaskInfo)> = tasks
                 .into_iter()
                 .filter_map(|(task_id, msg)| {
                     let msg = msg?.ok()?;
                     let info = TaskInfo::from_message(msg, spec.state, None, None, false);
                     let keep = spec.filter.as_ref().is_none_or(|f| f.matches(&info));
-                    keep.then_some(task_id)
+                    keep.then_some((task_id, info))
                 })
-                .collect::<Vec<_>>();
+                .collect();
+            let picked = match spec.filter.as_ref().and_then(|f| f.search.as_ref()) {
+                Some(q) if q.older_than.is_some() => {
+                    let infos: Vec<&TaskInfo> = kept.iter().map(|(_, t)| t).collect();
+                    let old = ins.age_keeps(q, queue, spec.state, &infos).await?;
+                    kept.into_iter()
+                        .zip(old)
+                        .filter_map(|((id, _), keep)| keep.then_some(id))
+                        .collect()
+                }
+                _ => kept.into_iter().map(|(id, _)| id).collect::<Vec<_>>(),
+            };
             let last = (read as usize) < budget || self.handled + read >= st.total;
             (picked, read, last)
         };

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::{JobPhase, JobSpec, JobStatus};
 use crate::broker::{StoredJob, job_key};
 use crate::error::{Error, Result};
-use crate::inspector::{TabFilter, TaskAction};
+use crate::inspector::{SearchQuery, TabFilter, TaskAction};
 use crate::task::TaskState;
 
 /// The hash fields of a new job (phase queued, counts 0).
@@ -29,6 +29,10 @@ pub(super) fn new_fields(
         ("f_id", f.id),
         ("f_payload", f.payload),
         ("f_err", f.err),
+        (
+            "f_search",
+            f.search.as_ref().map(|q| q.to_text()).unwrap_or_default(),
+        ),
         ("phase", JobPhase::Queued.as_str().to_string()),
         ("total", total.to_string()),
         ("done", "0".to_string()),
@@ -90,11 +94,16 @@ pub(super) fn load(queue: &str, id: &str, stored: StoredJob) -> Result<Loaded> {
     let state: TaskState = text("state").parse().map_err(|_| corrupt("state"))?;
     let action = TaskAction::parse(text("action")).ok_or_else(|| corrupt("action"))?;
     let phase = phase_of(text("phase")).ok_or_else(|| corrupt("phase"))?;
+    let search = match text("f_search") {
+        "" => None,
+        t => Some(SearchQuery::parse(t).map_err(|_| corrupt("f_search"))?),
+    };
     let filter = (text("filtered") == "1").then(|| TabFilter {
         task_type: text("f_type").to_string(),
         id: text("f_id").to_string(),
         payload: text("f_payload").to_string(),
         err: text("f_err").to_string(),
+        search,
     });
     let created_at = time("created_ms")?.ok_or_else(|| corrupt("created_ms"))?;
     let failed_ids = stored

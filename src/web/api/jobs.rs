@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ApiError, ApiResult};
 use crate::inspector::jobs::{JobSpec, JobStatus};
-use crate::inspector::{TabFilter, TaskAction};
+use crate::inspector::{SearchQuery, TabFilter, TaskAction};
 use crate::task::TaskState;
 use crate::web::AppState;
 
@@ -43,6 +43,9 @@ pub(super) struct FilterJson {
     payload: String,
     err: String,
     id: String,
+    /// A search's filters (`/search` syntax; its queue: and state: are
+    /// ignored), empty for none.
+    search: String,
 }
 
 /// The body of `POST /api/jobs`.
@@ -107,6 +110,7 @@ impl From<&JobStatus> for JobJson {
                 payload: f.payload.clone(),
                 err: f.err.clone(),
                 id: f.id.clone(),
+                search: f.search.as_ref().map(|q| q.to_text()).unwrap_or_default(),
             }),
             phase: j.phase.as_str(),
             total: j.total,
@@ -160,12 +164,25 @@ fn spec_of(
             "unknown action {action:?}: run, archive, delete or cancel"
         ))
     })?;
-    let filter = filter.map(|f| TabFilter {
-        task_type: f.task_type,
-        id: f.id,
-        payload: f.payload,
-        err: f.err,
-    });
+    let filter = filter
+        .map(|f| -> ApiResult<TabFilter> {
+            let search = match f.search.trim() {
+                "" => None,
+                text => Some(
+                    SearchQuery::parse(text)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?
+                        .filters_only(),
+                ),
+            };
+            Ok(TabFilter {
+                task_type: f.task_type,
+                id: f.id,
+                payload: f.payload,
+                err: f.err,
+                search,
+            })
+        })
+        .transpose()?;
     Ok(JobSpec {
         queue: queue.to_string(),
         state: task_state,
@@ -219,6 +236,7 @@ pub(super) async fn preview(
         payload: get("payload").to_string(),
         err: get("err").to_string(),
         id: get("id").to_string(),
+        search: get("search").to_string(),
     };
     let spec = spec_of(
         get("queue"),

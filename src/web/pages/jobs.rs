@@ -82,6 +82,9 @@ pub fn filter_text(spec: &JobSpec) -> String {
     if !f.err.is_empty() {
         parts.push(format!("error group {}", f.err));
     }
+    if let Some(q) = &f.search {
+        parts.push(format!("search {}", q.to_text()));
+    }
     parts.join(", ")
 }
 

@@ -18,6 +18,7 @@ mod queues;
 mod redis_info;
 mod schedulers;
 mod search;
+mod search_bulk;
 mod servers;
 mod task;
 
@@ -100,6 +101,7 @@ pub fn routes() -> Router<AppState> {
         .merge(audit::routes())
         .merge(enqueue::routes())
         .merge(search::routes())
+        .merge(search_bulk::routes())
         .merge(alerts::routes())
         .fallback(not_found)
 }

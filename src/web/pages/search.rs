@@ -1,9 +1,10 @@
 //! `/search`: search across queues and states (issue 17 item 1). One
 //! search box ([`SearchQuery`](crate::inspector::SearchQuery)'s syntax),
 //! one bounded step of the scan per request ("scanned N of M", "Scan more"
-//! with the cursor), the matches linked to their task pages, and, for a
-//! search of one queue tab with the tab's filters, the bulk actions
-//! (`web/search.rs`). A bad query is 400 with the parse error on the page.
+//! with the cursor), the matches linked to their task pages, and the bulk
+//! actions on exactly the matches (`web/search.rs`: one tab's job pages, or
+//! `/search/bulk/{op}` across tabs). A bad query is 400 with the parse
+//! error on the page.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -138,7 +139,8 @@ async fn view_search_get(
             match bulk_links(&query) {
                 Ok(links) => {
                     view.bulk = links;
-                    if page.cursor.is_none() && page.scanned == page.scanned_now {
+                    let one_tab = query.queues.len() == 1 && query.scope_states().len() == 1;
+                    if one_tab && page.cursor.is_none() && page.scanned == page.scanned_now {
                         // The whole tab in this step: the count is exact. A
                         // filtered job skips corrupt rows; "all" takes them.
                         let n = page

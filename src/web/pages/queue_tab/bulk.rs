@@ -24,6 +24,7 @@ use super::actions::{Op, OpText};
 use super::query::{Filter, View, ViewQuery, encode, parse_state};
 use super::routes::unknown_tab;
 use crate::TaskState;
+use crate::inspector::SearchQuery;
 use crate::inspector::jobs::{JobPreview, JobSpec};
 use crate::web::AppState;
 use crate::web::error::{PageError, action_error};
@@ -95,9 +96,16 @@ fn spec_of(
     if tab == TaskState::Aggregating && view.group.is_none() {
         return Err(bad("name the group: ?group=<name>".into()));
     }
+    if let Some(text) = query.search.as_deref().filter(|s| !s.trim().is_empty()) {
+        let search = SearchQuery::parse(text).map_err(|e| bad(e.to_string()))?;
+        view.filter.search = Some(search.filters_only()).filter(|q| !q.is_unfiltered());
+    }
     let f = &view.filter;
-    let filtered =
-        !(f.task_type.is_empty() && f.id.is_empty() && f.payload.is_empty() && f.err.is_empty());
+    let filtered = !(f.task_type.is_empty()
+        && f.id.is_empty()
+        && f.payload.is_empty()
+        && f.err.is_empty()
+        && f.search.is_none());
     let filter = (scope == Scope::Matching && filtered).then(|| view.filter.clone());
     let spec = JobSpec {
         queue: queue.to_string(),
@@ -123,6 +131,10 @@ fn spec_qs(spec: &JobSpec) -> String {
         add("id", &f.id);
         add("q", &f.payload);
         add("err", &f.err);
+        add(
+            "search",
+            &f.search.as_ref().map(|q| q.to_text()).unwrap_or_default(),
+        );
     }
     parts.join("&")
 }

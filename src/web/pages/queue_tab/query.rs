@@ -26,6 +26,9 @@ pub struct ViewQuery {
     pub id: Option<String>,
     pub q: Option<String>,
     pub err: Option<String>,
+    /// A search's filters (`/search` syntax), for the bulk action of a
+    /// search ([`crate::web::search::bulk_links`]); read by the job pages.
+    pub search: Option<String>,
     /// asynqmon's `/queues/:q?status=<state>`.
     pub status: Option<String>,
     /// Actions on a single task: the tab to re-render.
@@ -75,6 +78,7 @@ impl View {
                 id: nonblank(&q.id),
                 payload: q.q.clone().unwrap_or_default(),
                 err: nonblank(&q.err),
+                search: None,
             },
         }
     }
