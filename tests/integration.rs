@@ -25,6 +25,7 @@ mod inspector_tasks;
 mod interop;
 mod interop_issue16;
 mod jobs;
+mod long_errors;
 mod maintenance;
 mod maintenance_scale;
 mod props_routes;

@@ -39,12 +39,40 @@ use crate::task::TaskState;
 /// still group by their head).
 pub const MAX_KEY_CHARS: usize = 500;
 
-/// The normalised form of an error text (see the module doc for the rules).
+/// Only this many leading characters of an error text are normalised: an
+/// error can be a whole HTML page of tens of KB, and 2,000 of them took
+/// 1.5 s to group; the key keeps [`MAX_KEY_CHARS`] anyway.
+pub const MAX_INPUT_CHARS: usize = 4_096;
+
+/// Most characters of a group's or signature's example error kept (the
+/// task page shows the whole text).
+pub const MAX_EXAMPLE_CHARS: usize = 1_000;
+
+/// `err` as an example: its first [`MAX_EXAMPLE_CHARS`] characters, with
+/// `…` when cut.
+pub fn example_of(err: &str) -> String {
+    match err.char_indices().nth(MAX_EXAMPLE_CHARS) {
+        None => err.to_string(),
+        Some((at, _)) => format!("{}…", &err[..at]),
+    }
+}
+
+/// The normalised form of an error text (see the module doc for the
+/// rules), read from its first [`MAX_INPUT_CHARS`] characters and cut to
+/// [`MAX_KEY_CHARS`].
 pub fn normalise(err: &str) -> String {
-    let chars: Vec<char> = err.chars().collect();
-    let mut out = String::with_capacity(err.len());
+    let chars: Vec<char> = err.chars().take(MAX_INPUT_CHARS).collect();
+    let mut out = String::with_capacity(chars.len().min(4 * MAX_KEY_CHARS + 8));
     let mut i = 0;
+    // Characters of `out` counted so far, and its bytes they span: the
+    // output only grows, so once past the cut the rest cannot change it.
+    let (mut emitted, mut counted) = (0usize, 0usize);
     while i < chars.len() {
+        emitted += out[counted..].chars().count();
+        counted = out.len();
+        if emitted > MAX_KEY_CHARS {
+            break;
+        }
         let c = chars[i];
         if c.is_whitespace() {
             if !out.is_empty() && !out.ends_with(' ') {
@@ -231,7 +259,7 @@ pub fn group<'a>(items: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<Err
                 id: group_id(&key),
                 key,
                 count: 0,
-                example: err.to_string(),
+                example: example_of(err),
                 task_ids: Vec::new(),
             });
             groups.len() - 1
@@ -287,6 +315,26 @@ mod tests {
     #[track_caller]
     fn n(s: &str) -> String {
         normalise(s)
+    }
+
+    /// A long error is cut to 500 characters after masking; only its
+    /// first 4,096 characters are read, so a 54 KB HTML page groups with
+    /// any text sharing its head.
+    #[test]
+    fn long_errors_are_cut_and_read_from_their_head() {
+        let word = "partner answered <html><body>";
+        let long = format!("HTTP 502 from 10.1.2.3: {}", word.repeat(2_000));
+        let got = n(&long);
+        assert_eq!(got.chars().count(), MAX_KEY_CHARS);
+        let want: String = format!("HTTP <n> from <ip>: {}", word.repeat(20))
+            .chars()
+            .take(MAX_KEY_CHARS)
+            .collect();
+        assert_eq!(got, want);
+        let head: String = long.chars().take(MAX_INPUT_CHARS).collect();
+        assert_eq!(n(&format!("{head} trailing 42")), got);
+        // Short texts are whole.
+        assert_eq!(n("boom  at 7"), "boom at <n>");
     }
 
     /// UUIDs, IPv4 and IPv6 addresses (bare, bracketed, with ports) are

@@ -88,7 +88,7 @@ pub fn signatures<'a>(
                     err_id: errgroups::group_id(&key),
                     key,
                     count: 0,
-                    example: last_err.to_string(),
+                    example: errgroups::example_of(last_err),
                     first_seen: None,
                     last_seen: None,
                     last_hour: 0,
@@ -104,7 +104,7 @@ pub fn signatures<'a>(
         };
         if s.last_seen.is_none_or(|l| failed > l) {
             s.last_seen = Some(failed);
-            s.example = last_err.to_string();
+            s.example = errgroups::example_of(last_err);
         }
         if s.first_seen.is_none_or(|f| failed < f) {
             s.first_seen = Some(failed);

@@ -7,6 +7,19 @@
 
 use chrono::{DateTime, Utc};
 
+/// Most characters of a LastErr shown in a list (a tab's rows, search
+/// results): an error can be a whole HTML page of tens of KB, and 500 rows
+/// of them made pages of hundreds of MB. The task page shows it whole.
+pub const LIST_ERROR_CHARS: usize = 500;
+
+/// `s` cut to `max` characters, with `…` appended when it was longer.
+pub fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((at, _)) => format!("{}…", &s[..at]),
+    }
+}
+
 /// How a payload or result reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preview {

@@ -4,7 +4,8 @@
 //! `{"tasks":[{"queue","id","type","state","payload","last_error",
 //! "retried","max_retry","since","error"}],"scanned":N,"scanned_now":n,
 //! "total":M,"cursor":"…"|null,"query":"…","errors":["<queue> <state>: …"]}`: `scanned` counts the tasks
-//! read by the whole scan so far, `total` the tasks in scope by the
+//! read by the whole scan so far (`last_error` is cut to 500 characters
+//! and `…`, the task's own API answers it whole), `total` the tasks in scope by the
 //! statistics, `cursor` resumes the scan (`null` when it is complete). A
 //! corrupt task is a row with `"type":""` and `error` set; a state that
 //! cannot be read (a key of the wrong type) is skipped and named in
@@ -68,7 +69,7 @@ fn hit_json(h: SearchHit, max_payload: usize) -> HitJson {
                 .chars()
                 .take(max_payload)
                 .collect(),
-            last_error: t.last_err,
+            last_error: crate::web::format::clip(&t.last_err, crate::web::format::LIST_ERROR_CHARS),
             retried: t.retried,
             max_retry: t.max_retry,
             since,

@@ -75,7 +75,7 @@ fn row_of(h: SearchHit) -> Row {
             state,
             id: t.id,
             task_type: t.task_type,
-            last_err: t.last_err,
+            last_err: format::clip(&t.last_err, format::LIST_ERROR_CHARS),
             retried: format!("{} / {}", t.retried, t.max_retry),
             since,
             error: String::new(),

@@ -160,7 +160,7 @@ impl RowView {
             payload: format::preview(&t.payload, max_payload, true),
             retried: t.retried,
             max_retry: t.max_retry,
-            last_err: t.last_err.clone(),
+            last_err: format::clip(&t.last_err, format::LIST_ERROR_CHARS),
             last_failed: TimeView::opt(t.last_failed_at, now),
             next: TimeView::opt(t.next_process_at, now),
             delay,
