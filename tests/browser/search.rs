@@ -113,7 +113,8 @@ async fn seed_retries(db: &support::TestDb) {
 /// From the search `error~refused`, "Archive matching" opens the
 /// confirmation (3 of the 4 tasks' tabs, "This will archive 2 tasks …");
 /// Confirm starts the jobs and opens /jobs; exactly the two refused tasks
-/// end archived, the timeout one stays in retry. No console error.
+/// end archived, the timeout one stays in retry. No console error. With
+/// `UPDATE_SCREENSHOTS=1` writes `docs/screenshots/search-bulk.png`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn archive_matching_a_search_archives_exactly_its_matches() {
     let db = support::redis();
@@ -135,6 +136,8 @@ async fn archive_matching_a_search_archives_exactly_its_matches() {
             preview,
             "This will archive 2 tasks matching the search in 3 queue tabs."
         );
+        page.park_pointer().await;
+        page.screenshot("search-bulk").await;
         page.click("button.confirm").await;
         let path: String = page
             .wait_js(
