@@ -698,6 +698,31 @@ async fn api_jobs_answer_at_once_and_poll_to_done() {
         .await;
     assert_eq!(preview.status, StatusCode::OK, "{}", preview.text());
     assert_eq!(preview.json()["count"], 250);
+    // A search's filters as the job's filter (`search`, `/search` syntax).
+    let none = dash
+        .api(
+            Method::GET,
+            &format!(
+                "/api/jobs:preview?queue={Q}&state=pending&action=delete&search=retried%3E100"
+            ),
+        )
+        .await
+        .json();
+    assert_eq!(
+        (none["count"].as_u64(), none["exact"].as_bool()),
+        (Some(0), Some(true))
+    );
+    let searched = format!(
+        r#"{{"queue":"{Q}","state":"pending","action":"archive","filter":{{"search":"queue:x retried>100"}}}}"#
+    );
+    let r = api(&dash.app, Method::POST, "/api/jobs", Some(&searched)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    assert_eq!(r.json()["filter"]["search"], "retried>100");
+    let bad_search = format!(
+        r#"{{"queue":"{Q}","state":"pending","action":"archive","filter":{{"search":"bogus:1"}}}}"#
+    );
+    let r = api(&dash.app, Method::POST, "/api/jobs", Some(&bad_search)).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
     let cancel = api(
         &dash.app,
         Method::POST,
