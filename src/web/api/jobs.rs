@@ -2,9 +2,12 @@
 //! `POST /api/jobs` starts one and answers 202 with the job at once;
 //! `GET /api/jobs` lists them (newest first, `?limit=`, default 50);
 //! `GET /api/jobs/{id}` reads one; `POST /api/jobs/{id}:cancel` cancels
-//! it; `GET /api/jobs:preview?queue=&state=&action=&group=&task_type=&payload=&err=&id=`
+//! it; `GET /api/jobs:preview?queue=&state=&action=&group=&task_type=&payload=&err=&id=&search=`
 //! counts what a job would touch. Mutations pass the same guard as every
-//! `/api` POST (CSRF, read-only 403).
+//! `/api` POST (CSRF, read-only 403). A filter is
+//! `{"task_type","payload","err","id","search"}`: `search` takes the
+//! search box's filters (`error~timeout age>1h`; its `queue:` and
+//! `state:` are dropped), empty for none; a bad one is 400.
 //!
 //! A job's JSON: `{"id","queue","state","group","action","filter",
 //! "phase","total","done","skipped","failed","percent","rate","eta_s",
