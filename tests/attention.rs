@@ -398,7 +398,13 @@ fn board_lines(html: &str) -> Vec<(String, String, String, String, String)> {
                 .next()
                 .unwrap()
                 .to_string();
-            (class, attr(li, "data-kind"), attr(li, "data-severity"), who, text)
+            (
+                class,
+                attr(li, "data-kind"),
+                attr(li, "data-severity"),
+                who,
+                text,
+            )
         })
         .collect()
 }
@@ -518,10 +524,14 @@ async fn many_queues_fold_into_counted_lines() {
         ]
     );
     assert!(
-        html.contains(r#"<a class="finding-link" href="/?sort=pending&#38;dir=desc">By pending →</a>"#),
+        html.contains(
+            r#"<a class="finding-link" href="/?sort=pending&#38;dir=desc">By pending →</a>"#
+        ),
         "{html}"
     );
-    assert!(html.contains(r#"<a class="finding-link" href="/?sort=latency&#38;dir=desc">By latency →</a>"#));
+    assert!(html.contains(
+        r#"<a class="finding-link" href="/?sort=latency&#38;dir=desc">By latency →</a>"#
+    ));
     // The board's size is bounded by its lines, not by the queues.
     let board = &html[html.find("<section id=\"attention\"").unwrap()..];
     let board = &board[..board.find("</section>").unwrap()];
