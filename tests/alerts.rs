@@ -48,6 +48,7 @@ fn slack_text_is_escaped() {
         text: "Queue <!channel>&q has 1 pending tasks".into(),
         numbers: vec![],
         link: "http://dash/queues/%3C%21channel%3E%26q".into(),
+        group: None,
     };
     let m = asynqdeck::web::alerts::message(&alert);
     assert_eq!(
@@ -59,6 +60,30 @@ fn slack_text_is_escaped() {
         "&lt;!channel&gt;&amp;q"
     );
     assert_eq!(m["asynqdeck"]["queue"], "<!channel>&q");
+    // A summary escapes the names in its text and its queues field.
+    let many: Vec<_> = ["<!channel>", "<!here>", "a&b", "d", "e", "f"]
+        .iter()
+        .map(|q| asynqdeck::web::alerts::Alert {
+            queue: q.to_string(),
+            group: None,
+            ..alert.clone()
+        })
+        .collect();
+    let folded = asynqdeck::web::alerts::fold(many, "http://dash");
+    assert_eq!(folded.len(), 1);
+    let m = asynqdeck::web::alerts::message(&folded[0]);
+    assert_eq!(
+        m["text"],
+        "🔴 asynqdeck: 6 queues: no server consumes their pending tasks (&lt;!channel&gt;, &lt;!here&gt;, a&amp;b, … and 3 more) <http://dash/|open>"
+    );
+    assert_eq!(
+        m["attachments"][0]["fields"][3]["value"],
+        "&lt;!channel&gt;, &lt;!here&gt;, a&amp;b, d, e, f"
+    );
+    assert_eq!(
+        m["asynqdeck"]["queues"],
+        json!(["<!channel>", "<!here>", "a&b", "d", "e", "f"])
+    );
 }
 
 fn alerter(cooldown: Duration) -> Alerter {
@@ -409,5 +434,197 @@ async fn dashboards_sharing_a_redis_post_each_transition_once() {
     assert_eq!(
         keys::alert_firing_key("idle", "no_consumer"),
         "asynqdeck:{alerts}:firing:4:idle:no_consumer"
+    );
+}
+
+/// Enqueues one task on each of `queues` (no server consumes them).
+async fn idle_queues(c: &crate::support::clock::Clocked, queues: &[String]) {
+    for q in queues {
+        c.client
+            .enqueue(
+                &Task::new("job", b"{}".to_vec()),
+                EnqueueOptions::new().queue(q),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// 50 queues with pending tasks and no server (every worker down): one
+/// evaluation posts one summary (count 50, the first 20 names sorted, a
+/// link to the overview), each queue's episode still claimed in Redis so
+/// a second dashboard posts nothing; when they clear, one resolved
+/// summary, each resolution claimed.
+#[tokio::test]
+async fn many_alerts_of_one_signal_post_one_summary() {
+    let receiver = Receiver::start().await;
+    let mut c = clocked(clock::now()).await;
+    // Named out of order: the summary sorts them.
+    let queues: Vec<String> = (0..50).rev().map(|i| format!("q{i:02}")).collect();
+    idle_queues(&c, &queues).await;
+    let dashboard = || AppState::new(Inspector::from_broker(c.broker.clone()), config(&receiver));
+    let (a, b) = (dashboard(), dashboard());
+
+    let sent = evaluate_once(&a).await;
+    assert_eq!(
+        summary(&sent),
+        vec![(String::new(), "no_consumer".to_string(), AlertState::Firing)]
+    );
+    assert!(evaluate_once(&b).await.is_empty());
+    let bodies = receiver.wait_for(1, WAIT).await;
+    assert_eq!(bodies.len(), 1);
+    let first20: Vec<String> = (0..20).map(|i| format!("q{i:02}")).collect();
+    let text = "50 queues: no server consumes their pending tasks (q00, q01, q02, … and 47 more)";
+    assert_eq!(
+        bodies[0],
+        json!({
+            "text": format!("🔴 asynqdeck: {text} <http://dash.example/|open>"),
+            "attachments": [{"fields": [
+                {"title": "signal", "value": "no_consumer", "short": true},
+                {"title": "state", "value": "firing", "short": true},
+                {"title": "count", "value": "50", "short": true},
+                {"title": "queues", "value": format!("{} and 30 more", first20.join(", ")), "short": false},
+                {"title": "dashboard", "value": "http://dash.example/", "short": false},
+            ]}],
+            "asynqdeck": {
+                "signal": "no_consumer",
+                "state": "firing",
+                "text": text,
+                "count": 50,
+                "queues": first20,
+                "link": "http://dash.example/",
+            }
+        })
+    );
+    // Each queue's episode is claimed.
+    let mut tokens = Vec::new();
+    for q in &queues {
+        let t: String = c
+            .conn
+            .get(keys::alert_firing_key(q, "no_consumer"))
+            .await
+            .unwrap();
+        tokens.push(t);
+    }
+    assert_eq!(tokens.iter().filter(|t| t.len() == 32).count(), 50);
+    let sends = a.alerts.sends();
+    assert_eq!(sends.len(), 1);
+    assert_eq!(sends[0].queue, "50 queues");
+
+    for q in &queues {
+        c.inspector
+            .delete_all(q, asynqdeck::TaskState::Pending)
+            .await
+            .unwrap();
+    }
+    let sent = evaluate_once(&b).await;
+    assert_eq!(
+        summary(&sent),
+        vec![(
+            String::new(),
+            "no_consumer".to_string(),
+            AlertState::Resolved
+        )]
+    );
+    assert!(evaluate_once(&a).await.is_empty());
+    let bodies = receiver.wait_for(2, WAIT).await;
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(
+        bodies[1]["text"],
+        "✅ asynqdeck resolved: Cleared on 50 queues: no server consumes their pending tasks (q00, q01, q02, … and 47 more) <http://dash.example/|open>"
+    );
+    assert_eq!(bodies[1]["asynqdeck"]["count"], 50);
+    assert_eq!(bodies[1]["asynqdeck"]["state"], "resolved");
+    for t in &tokens {
+        let r: String = c.conn.get(keys::alert_resolved_key(t)).await.unwrap();
+        assert_eq!(r, "1");
+    }
+}
+
+/// Five alerts of one signal (the summary threshold) go out one by one,
+/// sorted by queue, as before.
+#[tokio::test]
+async fn a_few_alerts_go_out_one_by_one() {
+    let receiver = Receiver::start().await;
+    let c = clocked(clock::now()).await;
+    let queues: Vec<String> = ["e", "d", "c", "b", "a"].map(String::from).to_vec();
+    idle_queues(&c, &queues).await;
+    let state = AppState::new(Inspector::from_broker(c.broker.clone()), config(&receiver));
+    let sent = evaluate_once(&state).await;
+    let want: Vec<(String, String, AlertState)> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|q| (q.to_string(), "no_consumer".to_string(), AlertState::Firing))
+        .collect();
+    assert_eq!(summary(&sent), want);
+    let bodies = receiver.wait_for(5, WAIT).await;
+    let got: Vec<&str> = bodies
+        .iter()
+        .map(|b| b["asynqdeck"]["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, ["a", "b", "c", "d", "e"]);
+    assert_eq!(
+        bodies[0]["asynqdeck"]["text"],
+        "Queue a has 1 pending tasks and no server consumes it."
+    );
+}
+
+/// 250 claims in one call (three pipelined chunks): each answered in
+/// order, the held ones with their holder's token wherever they fall.
+#[tokio::test]
+async fn batched_claims_answer_each_in_order() {
+    use asynqdeck::inspector::{AlertClaim, ClaimRequest};
+    let mut c = clocked(clock::now()).await;
+    let _: () = c
+        .conn
+        .set(keys::alert_firing_key("q000", "past_due"), "theirs0")
+        .await
+        .unwrap();
+    let _: () = c
+        .conn
+        .set(keys::alert_firing_key("q150", "past_due"), "theirs150")
+        .await
+        .unwrap();
+    let _: () = c
+        .conn
+        .set(keys::alert_resolved_key("done"), "1")
+        .await
+        .unwrap();
+    let mut asks: Vec<ClaimRequest> = (0..249)
+        .map(|i| ClaimRequest::Firing {
+            queue: format!("q{i:03}"),
+            signal: "past_due".into(),
+            token: format!("mine{i}"),
+        })
+        .collect();
+    asks.push(ClaimRequest::Resolved {
+        token: "done".into(),
+    });
+    let ttl = Duration::from_secs(60);
+    let got = c.inspector.claim_alerts(&asks, ttl).await;
+    let mut want = vec![Some(AlertClaim::Claimed); 250];
+    want[0] = Some(AlertClaim::Held(Some("theirs0".into())));
+    want[150] = Some(AlertClaim::Held(Some("theirs150".into())));
+    want[249] = Some(AlertClaim::Held(Some("1".into())));
+    assert_eq!(got, want);
+    let mine: String = c
+        .conn
+        .get(keys::alert_firing_key("q151", "past_due"))
+        .await
+        .unwrap();
+    assert_eq!(mine, "mine151");
+    let pttl: i64 = c
+        .conn
+        .pttl(keys::alert_firing_key("q151", "past_due"))
+        .await
+        .unwrap();
+    assert!(pttl > 0 && pttl <= 60_000, "{pttl}");
+    // Asked again: every claim is held now, by the tokens just set.
+    let again = c.inspector.claim_alerts(&asks[1..3], ttl).await;
+    assert_eq!(
+        again,
+        vec![
+            Some(AlertClaim::Held(Some("mine1".into()))),
+            Some(AlertClaim::Held(Some("mine2".into())))
+        ]
     );
 }

@@ -367,3 +367,175 @@ async fn a_sentinel_failover_in_the_last_hour() {
     let prefix = format!("Sentinel failed over from 127.0.0.1:{old} to 127.0.0.1:{new} ");
     assert!(f.text.starts_with(&prefix), "{}", f.text);
 }
+
+/// The board's lines in `html`: (class, kind, severity, queue or "+N" for
+/// an "and N more" line, text).
+fn board_lines(html: &str) -> Vec<(String, String, String, String, String)> {
+    let board = &html[html.find("id=\"attention\"").unwrap()..];
+    let board = &board[..board.find("</section>").unwrap()];
+    let attr = |s: &str, name: &str| {
+        s.split(&format!("{name}=\""))
+            .nth(1)
+            .map(|v| v.split('"').next().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    board
+        .split("<li class=\"")
+        .skip(1)
+        .map(|li| {
+            let li = li.split("</li>").next().unwrap();
+            let class = li.split([' ', '"']).next().unwrap().to_string();
+            let who = if class == "finding-more" {
+                format!("+{}", attr(li, "data-more"))
+            } else {
+                attr(li, "data-queue")
+            };
+            let text = li
+                .split("<span class=\"finding-text\">")
+                .nth(1)
+                .unwrap()
+                .split("</span>")
+                .next()
+                .unwrap()
+                .to_string();
+            (
+                class,
+                attr(li, "data-kind"),
+                attr(li, "data-severity"),
+                who,
+                text,
+            )
+        })
+        .collect()
+}
+
+/// 300 queues with pending tasks and no server: the board lists at most 5
+/// findings per kind and severity, the most pressing first (more pending
+/// tasks, an older task), and counts the rest on one line linking to the
+/// overview sorted by the telling column; the title counts every finding,
+/// the board stays small.
+#[tokio::test]
+async fn many_queues_fold_into_counted_lines() {
+    let mut c = clocked(clock::now()).await;
+    async fn one(c: &Clocked, q: String) {
+        c.client
+            .enqueue(
+                &Task::new("job", b"{}".to_vec()),
+                EnqueueOptions::new().queue(&q),
+            )
+            .await
+            .unwrap();
+    }
+    // q123 waits longest (35 min: critical); q150 holds 3 tasks, q299 2.
+    one(&c, "q123".into()).await;
+    c.clock.advance(Duration::from_secs(25 * 60));
+    for i in 0..300 {
+        let q = format!("q{i:03}");
+        let n = match i {
+            123 => 0,
+            150 => 3,
+            299 => 2,
+            _ => 1,
+        };
+        for _ in 0..n {
+            one(&c, q.clone()).await;
+        }
+    }
+    c.clock.advance(Duration::from_secs(10 * 60));
+    let (snap, _) = c
+        .inspector
+        .stats_snapshot(false, &mut StatsHints::default())
+        .await;
+    // The inspector still returns every finding (the alerter needs them).
+    assert_eq!(c.inspector.attention(&snap).await.unwrap().len(), 600);
+
+    let state = AppState::new(
+        Inspector::from_broker(c.broker.clone()),
+        WebConfig::default(),
+    );
+    let app = asynqdeck::web::router(state);
+    let (status, html) = http::get(&app, "/").await.parts();
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("<h2 class=\"attention-title\">Needs attention (600)</h2>"),
+        "{html}"
+    );
+    let line = |class: &str, kind: &str, sev: &str, who: &str, text: &str| {
+        (
+            class.to_string(),
+            kind.to_string(),
+            sev.to_string(),
+            who.to_string(),
+            text.to_string(),
+        )
+    };
+    let none = |q: &str, n: i64| {
+        line(
+            "finding",
+            "no_consumer",
+            "critical",
+            q,
+            &format!("Queue {q} has {n} pending tasks and no server consumes it."),
+        )
+    };
+    let old = |q: &str| {
+        line(
+            "finding",
+            "oldest_pending",
+            "warning",
+            q,
+            &format!("The oldest pending task of queue {q} has waited 10m 0s."),
+        )
+    };
+    assert_eq!(
+        board_lines(&html),
+        vec![
+            none("q150", 3),
+            none("q299", 2),
+            none("q000", 1),
+            none("q001", 1),
+            none("q002", 1),
+            line(
+                "finding-more",
+                "no_consumer",
+                "critical",
+                "+295",
+                "and 295 more queues: pending tasks and no server consumes them."
+            ),
+            line(
+                "finding",
+                "oldest_pending",
+                "critical",
+                "q123",
+                "The oldest pending task of queue q123 has waited 35m 0s."
+            ),
+            old("q000"),
+            old("q001"),
+            old("q002"),
+            old("q003"),
+            old("q004"),
+            line(
+                "finding-more",
+                "oldest_pending",
+                "warning",
+                "+294",
+                "and 294 more queues: the oldest pending task has waited over 5 minutes."
+            ),
+        ]
+    );
+    assert!(
+        html.contains(
+            r#"<a class="finding-link" href="/?sort=pending&#38;dir=desc">By pending →</a>"#
+        ),
+        "{html}"
+    );
+    assert!(html.contains(
+        r#"<a class="finding-link" href="/?sort=latency&#38;dir=desc">By latency →</a>"#
+    ));
+    // The board's size is bounded by its lines, not by the queues.
+    let board = &html[html.find("<section id=\"attention\"").unwrap()..];
+    let board = &board[..board.find("</section>").unwrap()];
+    assert!(board.len() < 6_000, "{} bytes", board.len());
+    assert!(board_lines(&html).len() <= asynqdeck::web::attention::BOARD_MAX_LINES);
+    let _ = &mut c;
+}

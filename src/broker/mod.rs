@@ -98,7 +98,7 @@ pub use aggregation::{
     AGGREGATION_CHUNK, AGGREGATION_SET_MAX, AGGREGATION_SET_TIMEOUT, AggregationSet, GroupRules,
     SetMember,
 };
-pub use alert_claims::AlertClaim;
+pub use alert_claims::{AlertClaim, CLAIM_CHUNK, ClaimRequest};
 pub use attention::{AttentionHeads, LateServer, QUEUE_HEADS_COMMANDS};
 pub use audit::StoredAuditEntry;
 pub use bad_counters::bad_counters;

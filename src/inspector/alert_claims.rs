@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::Inspector;
-use crate::broker::AlertClaim;
+use crate::broker::{AlertClaim, ClaimRequest};
 use crate::error::Result;
 
 impl Inspector {
@@ -28,5 +28,16 @@ impl Inspector {
     /// [`crate::Error::Redis`].
     pub async fn claim_alert_resolved(&self, token: &str, ttl: Duration) -> Result<AlertClaim> {
         self.broker.claim_alert_resolved(token, ttl).await
+    }
+
+    /// Makes every claim of `claims` for `ttl`, pipelined
+    /// ([`crate::broker::CLAIM_CHUNK`] per round trip): one answer per
+    /// claim, `None` where Redis did not answer.
+    pub async fn claim_alerts(
+        &self,
+        claims: &[ClaimRequest],
+        ttl: Duration,
+    ) -> Vec<Option<AlertClaim>> {
+        self.broker.claim_alerts(claims, ttl).await
     }
 }

@@ -124,6 +124,40 @@ impl Kind {
             Kind::Failover => "failover",
         }
     }
+
+    /// What its findings are about, in the plural: `queues`, `servers` or
+    /// `failovers` (for "and 2,995 more queues").
+    pub fn subject(self) -> &'static str {
+        match self {
+            Kind::StaleServer => "servers",
+            Kind::Failover => "failovers",
+            _ => "queues",
+        }
+    }
+
+    /// What many findings of this kind and `severity` say, as one clause
+    /// about their [`Kind::subject`] (plain text): "pending tasks and no
+    /// server consumes them".
+    pub fn many(self, severity: Severity) -> &'static str {
+        match self {
+            Kind::NoConsumer => "pending tasks and no server consumes them",
+            Kind::OldestPending if severity == Severity::Critical => {
+                "the oldest pending task has waited over 30 minutes"
+            }
+            Kind::OldestPending => "the oldest pending task has waited over 5 minutes",
+            Kind::PastDue => {
+                "scheduled or retry tasks due over a minute ago still wait: is the forwarder running?"
+            }
+            Kind::Orphaned => "active tasks without a live lease (orphaned)",
+            Kind::RetryWave => "a retry wave is coming (100 or more retries due in 5 minutes)",
+            Kind::PausedLong => "paused for over an hour",
+            Kind::ArchiveFull => {
+                "the archive is at asynq's 10,000-task cap: each new archived task evicts the oldest"
+            }
+            Kind::StaleServer => "a heartbeat is late",
+            Kind::Failover => "Sentinel failed over in the last hour",
+        }
+    }
 }
 
 /// Where a finding's link leads (the web layer makes it a URL).
@@ -200,12 +234,27 @@ fn wave_queues(snap: &Snapshot) -> Vec<String> {
         .collect()
 }
 
-/// Sorts findings most urgent first, then by kind and queue.
+impl Finding {
+    /// How pressing it is within its kind and severity, larger first: the
+    /// figure behind it (more pending tasks, an older task, a longer
+    /// pause), except for a late server (fewer seconds left is worse) and
+    /// a failover (a more recent one first).
+    pub fn urgency(&self) -> i64 {
+        match self.kind {
+            Kind::StaleServer | Kind::Failover => self.value.saturating_neg(),
+            _ => self.value,
+        }
+    }
+}
+
+/// Sorts findings most urgent first: by severity, then kind, then
+/// [`Finding::urgency`], then queue.
 pub fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
             .then(a.kind.cmp(&b.kind))
+            .then(b.urgency().cmp(&a.urgency()))
             .then(a.queue.cmp(&b.queue))
             .then(a.text.cmp(&b.text))
     });

@@ -61,9 +61,9 @@ mod stats;
 mod tab;
 mod tasks;
 
-pub use crate::broker::AlertClaim;
 pub use crate::broker::Page;
 pub use crate::broker::SweepCount;
+pub use crate::broker::{AlertClaim, ClaimRequest};
 pub use crate::broker::{BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};
 pub use crate::broker::{RETRY_PRESSURE_COMMANDS, RetryPressure};
 pub use actions::{BATCH_CONCURRENCY, TaskAction};

@@ -3,7 +3,9 @@
 //! [`Inspector::attention`] at most once per statistics snapshot, within
 //! the dashboard's Redis budget (over budget it keeps the last findings),
 //! and [`Board`] renders them, most urgent first, each with a link to where
-//! the on-call engineer acts.
+//! the on-call engineer acts: at most [`BOARD_PER_GROUP`] per kind and
+//! severity, the rest counted on one line, so the board holds at most
+//! [`BOARD_MAX_LINES`] lines whatever the number of queues.
 
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +15,8 @@ use chrono::{DateTime, Utc};
 use super::state::{RedisBudget, Snapshot};
 use super::urls::segment;
 use crate::Inspector;
-use crate::inspector::{Finding, FindingTarget};
+use crate::inspector::{Finding, FindingKind, FindingTarget};
+use crate::web::pages::jobs::thousands;
 
 /// The findings of one snapshot, or why they could not be read.
 #[derive(Clone, Debug)]
@@ -113,7 +116,17 @@ pub fn target_path(target: &FindingTarget) -> String {
     }
 }
 
-/// One finding, formatted for the board.
+/// Most findings of one kind and severity the board lists; the others
+/// fold into one "and N more" line (COMPATIBILITY.md N5).
+pub const BOARD_PER_GROUP: usize = 5;
+
+/// Most lines the board holds whatever the number of queues: one group
+/// per kind and severity (9 kinds, "oldest pending" in two severities),
+/// each [`BOARD_PER_GROUP`] findings and one "and N more" line.
+pub const BOARD_MAX_LINES: usize = 10 * (BOARD_PER_GROUP + 1);
+
+/// One line of the board: a finding, or the count of the findings of its
+/// group left out.
 pub struct BoardItem {
     /// `critical`, `warning` or `info`.
     pub severity: &'static str,
@@ -123,10 +136,12 @@ pub struct BoardItem {
     pub queue: String,
     /// The sentence (escaped by the template).
     pub text: String,
-    /// The link's path after the root prefix.
+    /// The link's path after the root prefix, or empty for none.
     pub href: String,
     /// The link's label.
     pub label: &'static str,
+    /// For an "and N more" line, N (the findings it stands for); else 0.
+    pub more: usize,
 }
 
 /// The board fragment (`templates/_attention.html`).
@@ -135,10 +150,86 @@ pub struct BoardItem {
 pub struct Board {
     /// The root path prefix.
     pub root: String,
-    /// The findings, most urgent first.
+    /// Every finding (the title's count).
+    pub total: usize,
+    /// The lines, most urgent first: at most [`BOARD_PER_GROUP`]
+    /// findings per kind and severity, then its "and N more" line.
     pub items: Vec<BoardItem>,
     /// Why the last read failed, or empty.
     pub error: String,
+}
+
+fn item(f: &Finding) -> BoardItem {
+    BoardItem {
+        severity: f.severity.as_str(),
+        kind: f.kind.as_str(),
+        queue: f.queue.clone().unwrap_or_default(),
+        text: f.text.clone(),
+        href: target_path(&f.target),
+        label: match &f.target {
+            FindingTarget::Queue(_, Some(tab)) => match *tab {
+                "pending" => "Pending tab",
+                "scheduled" => "Scheduled tab",
+                "retry" => "Retry tab",
+                "active" => "Active tab",
+                "archived" => "Archived tab",
+                _ => "Open",
+            },
+            FindingTarget::Queue(_, None) => "Queue",
+            FindingTarget::Servers => "Servers",
+            FindingTarget::Redis => "Redis",
+        },
+        more: 0,
+    }
+}
+
+/// Where an "and N more" line of `kind` leads (after the root prefix) and
+/// its label: the overview sorted by the column that shows the trouble,
+/// the servers or Redis page; none for past-due tasks (no column shows
+/// their due time).
+fn more_link(kind: FindingKind) -> (&'static str, &'static str) {
+    match kind {
+        FindingKind::NoConsumer => ("/?sort=pending&dir=desc", "By pending"),
+        FindingKind::OldestPending => ("/?sort=latency&dir=desc", "By latency"),
+        FindingKind::PastDue => ("", ""),
+        FindingKind::Orphaned => ("/?sort=active&dir=desc", "By active"),
+        FindingKind::RetryWave => ("/?sort=retry&dir=desc", "By retry"),
+        FindingKind::PausedLong => ("/?sort=state&dir=desc", "By state"),
+        FindingKind::ArchiveFull => ("/?sort=archived&dir=desc", "By archived"),
+        FindingKind::StaleServer => ("/servers", "Servers"),
+        FindingKind::Failover => ("/redis", "Redis"),
+    }
+}
+
+/// The board's lines for `findings` (most urgent first, as
+/// [`Inspector::attention`] sorts them): each run of one kind and
+/// severity keeps its first [`BOARD_PER_GROUP`] findings and ends with
+/// an "and N more" line for the rest.
+pub fn board_items(findings: &[Finding]) -> Vec<BoardItem> {
+    let mut out = Vec::new();
+    for group in findings.chunk_by(|a, b| (a.kind, a.severity) == (b.kind, b.severity)) {
+        out.extend(group.iter().take(BOARD_PER_GROUP).map(item));
+        let rest = group.len().saturating_sub(BOARD_PER_GROUP);
+        if rest > 0 {
+            let f = &group[0];
+            let (href, label) = more_link(f.kind);
+            out.push(BoardItem {
+                severity: f.severity.as_str(),
+                kind: f.kind.as_str(),
+                queue: String::new(),
+                text: format!(
+                    "and {} more {}: {}.",
+                    thousands(rest as u64),
+                    f.kind.subject(),
+                    f.kind.many(f.severity)
+                ),
+                href: href.into(),
+                label,
+                more: rest,
+            });
+        }
+    }
+    out
 }
 
 impl Board {
@@ -146,30 +237,8 @@ impl Board {
     pub fn of(eval: &Evaluation, root: &str) -> Self {
         Board {
             root: root.to_string(),
-            items: eval
-                .findings
-                .iter()
-                .map(|f| BoardItem {
-                    severity: f.severity.as_str(),
-                    kind: f.kind.as_str(),
-                    queue: f.queue.clone().unwrap_or_default(),
-                    text: f.text.clone(),
-                    href: target_path(&f.target),
-                    label: match &f.target {
-                        FindingTarget::Queue(_, Some(tab)) => match *tab {
-                            "pending" => "Pending tab",
-                            "scheduled" => "Scheduled tab",
-                            "retry" => "Retry tab",
-                            "active" => "Active tab",
-                            "archived" => "Archived tab",
-                            _ => "Open",
-                        },
-                        FindingTarget::Queue(_, None) => "Queue",
-                        FindingTarget::Servers => "Servers",
-                        FindingTarget::Redis => "Redis",
-                    },
-                })
-                .collect(),
+            total: eval.findings.len(),
+            items: board_items(&eval.findings),
             error: eval.error.clone().unwrap_or_default(),
         }
     }

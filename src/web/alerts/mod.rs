@@ -9,17 +9,25 @@
 //! clears. `/alerts` lists the webhooks (host only: a webhook URL's path is
 //! its secret), the last sends, and a "Send a test" button.
 //!
-//! Every dashboard on one Redis evaluates the same signals, so each post is
-//! claimed in Redis first ([`Inspector::claim_alert_firing`]): the firing
+//! When many alerts fall due at once (every worker down, 3,000 queues),
+//! more than [`SUMMARY_FROM`] of one (signal, state) go out as one summary
+//! post, and one evaluation posts at most [`MAX_POSTS`] messages to each
+//! webhook ([`fold`]).
+//!
+//! Every dashboard on one Redis evaluates the same signals, so each alert
+//! is claimed in Redis first ([`Inspector::claim_alerts`], pipelined; only
+//! claimed alerts are posted or summarized): the firing
 //! post of an episode and its resolved post go out once whichever dashboard
 //! sees them first, and a restarted dashboard does not post again within
 //! the cooldown. When Redis cannot answer the claim, the post goes out (a
 //! duplicate beats a missed page).
 //!
-//! [`Inspector::claim_alert_firing`]: crate::inspector::Inspector::claim_alert_firing
+//! [`Inspector::claim_alerts`]: crate::inspector::Inspector::claim_alerts
 
+mod claims;
 mod send;
 mod signals;
+mod summary;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -28,11 +36,13 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
+pub use claims::claim_all;
 pub use send::{host_of, post_json};
 pub use signals::{Signal, signals};
+pub use summary::{AlertGroup, MAX_POSTS, SUMMARY_FROM, SUMMARY_QUEUES, fold, summarize};
 
 use super::AppState;
-use crate::inspector::AlertClaim;
+use super::pages::jobs::thousands;
 
 /// Default `--alert-cooldown`: 15 minutes.
 pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(15 * 60);
@@ -103,6 +113,9 @@ pub struct Alert {
     pub numbers: Vec<(String, i64)>,
     /// Where to act on the dashboard (a full URL).
     pub link: String,
+    /// For a summary post ([`fold`]), the alerts it stands for; `queue`
+    /// is then empty.
+    pub group: Option<AlertGroup>,
 }
 
 /// Escapes `&`, `<` and `>` as Slack's message formatting requires (a
@@ -115,7 +128,10 @@ pub fn slack_escape(s: &str) -> String {
 
 /// The Slack-compatible body of `alert`: `text`, one attachment with its
 /// fields (queue, signal, state, the numbers, the link), and the same
-/// structured under `asynqdeck` (Slack ignores unknown keys). The Slack
+/// structured under `asynqdeck` (Slack ignores unknown keys). A summary
+/// ([`Alert::group`]) has the fields signal, state, count, queues and
+/// the link, and `asynqdeck` carries `signal`, `state`, `text`, `count`,
+/// `queues` (the first [`SUMMARY_QUEUES`], sorted) and `link`. The Slack
 /// parts are escaped ([`slack_escape`]); the `asynqdeck` part is plain.
 pub fn message(alert: &Alert) -> serde_json::Value {
     let prefix = match alert.state {
@@ -123,22 +139,56 @@ pub fn message(alert: &Alert) -> serde_json::Value {
         AlertState::Resolved => "✅ asynqdeck resolved",
         AlertState::Test => "asynqdeck test",
     };
+    let text = format!(
+        "{prefix}: {} <{}|open>",
+        slack_escape(&alert.text),
+        alert.link
+    );
+    let short = |title: &str, value: String| serde_json::json!({"title": title, "value": value, "short": true});
+    let dashboard = serde_json::json!({"title": "dashboard", "value": slack_escape(&alert.link), "short": false});
+    if let Some(g) = &alert.group {
+        let mut queues = g.queues.join(", ");
+        if g.count > g.queues.len() {
+            queues.push_str(&format!(
+                " and {} more",
+                thousands((g.count - g.queues.len()) as u64)
+            ));
+        }
+        return serde_json::json!({
+            "text": text,
+            "attachments": [{"fields": [
+                short("signal", alert.signal.clone()),
+                short("state", alert.state.as_str().into()),
+                short("count", g.count.to_string()),
+                serde_json::json!({"title": "queues", "value": slack_escape(&queues), "short": false}),
+                dashboard,
+            ]}],
+            "asynqdeck": {
+                "signal": alert.signal,
+                "state": alert.state.as_str(),
+                "text": alert.text,
+                "count": g.count,
+                "queues": g.queues,
+                "link": alert.link,
+            }
+        });
+    }
     let mut fields = vec![
-        serde_json::json!({"title": "queue", "value": slack_escape(&alert.queue), "short": true}),
-        serde_json::json!({"title": "signal", "value": alert.signal, "short": true}),
-        serde_json::json!({"title": "state", "value": alert.state.as_str(), "short": true}),
+        short("queue", slack_escape(&alert.queue)),
+        short("signal", alert.signal.clone()),
+        short("state", alert.state.as_str().into()),
     ];
     for (k, v) in &alert.numbers {
-        fields.push(serde_json::json!({"title": k, "value": v.to_string(), "short": true}));
+        fields.push(short(k, v.to_string()));
     }
-    fields.push(serde_json::json!({"title": "dashboard", "value": slack_escape(&alert.link), "short": false}));
+    fields.push(dashboard);
     let numbers: serde_json::Map<String, serde_json::Value> = alert
         .numbers
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::json!(v)))
         .collect();
     serde_json::json!({
-        "text": format!("{prefix}: {} <{}|open>", slack_escape(&alert.text), alert.link),
+        "text": text,
         "attachments": [{"fields": fields}],
         "asynqdeck": {
             "queue": alert.queue,
@@ -280,6 +330,7 @@ impl Alerter {
                     text: s.text.clone(),
                     numbers: s.numbers.clone(),
                     link: e.link.clone(),
+                    group: None,
                 });
             }
         }
@@ -296,6 +347,7 @@ impl Alerter {
                     text: format!("Cleared: {}", e.text),
                     numbers: e.numbers.clone(),
                     link: e.link.clone(),
+                    group: None,
                 });
             }
         }
@@ -316,7 +368,10 @@ impl Alerter {
             records.push(SendRecord {
                 at: Utc::now(),
                 host: host_of(url),
-                queue: alert.queue.clone(),
+                queue: match &alert.group {
+                    Some(g) => format!("{} queues", thousands(g.count as u64)),
+                    None => alert.queue.clone(),
+                },
                 signal: alert.signal.clone(),
                 state: alert.state,
                 result,
@@ -341,6 +396,7 @@ impl Alerter {
             text: "A test message from asynqdeck: this webhook receives its alerts.".into(),
             numbers: Vec::new(),
             link: format!("{}/alerts", self.config.dashboard_url),
+            group: None,
         };
         self.send(&alert).await
     }
@@ -365,8 +421,10 @@ pub async fn run(state: AppState, stop: CancellationToken) {
 }
 
 /// One evaluation of [`run`]: reads the snapshot and the attention board
-/// (shared with the views), computes the transitions, claims each in Redis
-/// ([`claimed`]) and sends those claimed. Returns the alerts sent.
+/// (shared with the views), computes the transitions, claims them in Redis
+/// ([`claim_all`], pipelined), folds the claimed ones into at most
+/// [`MAX_POSTS`] posts ([`fold`]: a summary per (signal, state) with more
+/// than [`SUMMARY_FROM`]) and sends them. Returns the posts sent.
 pub async fn evaluate_once(state: &AppState) -> Vec<Alert> {
     let snap = state.stats.get(&state.inspector).await;
     if snap.error.is_some() {
@@ -377,56 +435,21 @@ pub async fn evaluate_once(state: &AppState) -> Vec<Alert> {
         return Vec::new();
     }
     let current = signals(&snap, &eval.findings);
-    let mut sent = Vec::new();
-    for a in state.alerts.transitions(&current, Instant::now()) {
-        if claimed(state, &a).await {
-            state.alerts.send(&a).await;
-            sent.push(a);
-        }
+    let due = state.alerts.transitions(&current, Instant::now());
+    if due.is_empty() {
+        return Vec::new();
     }
-    sent
-}
-
-/// Whether this dashboard posts `alert`: a firing alert claims a new
-/// episode for its (queue, signal), a resolved one claims its episode's
-/// resolution. False when another dashboard (or this one before a restart)
-/// holds the claim; true when Redis fails to answer or no episode is known.
-pub async fn claimed(state: &AppState, alert: &Alert) -> bool {
-    let ttl = state.alerts.claim_ttl();
-    let (queue, signal) = (&alert.queue, &alert.signal);
-    let claim = match alert.state {
-        AlertState::Test => return true,
-        AlertState::Firing => {
-            let token = uuid::Uuid::new_v4().simple().to_string();
-            let claim = state
-                .inspector
-                .claim_alert_firing(queue, signal, &token, ttl)
-                .await;
-            match &claim {
-                Ok(AlertClaim::Claimed) => state.alerts.set_episode(queue, signal, Some(token)),
-                Ok(AlertClaim::Held(other)) => {
-                    state.alerts.set_episode(queue, signal, other.clone())
-                }
-                Err(_) => {}
-            }
-            claim
-        }
-        AlertState::Resolved => match state.alerts.episode(queue, signal) {
-            None => return true,
-            Some(token) => state.inspector.claim_alert_resolved(&token, ttl).await,
-        },
-    };
-    match claim {
-        Ok(AlertClaim::Claimed) => true,
-        Ok(AlertClaim::Held(_)) => {
-            tracing::info!(%queue, %signal, state = alert.state.as_str(), "alert already posted by another dashboard");
-            false
-        }
-        Err(e) => {
-            tracing::warn!(%queue, %signal, "alert claim failed, posting anyway: {e}");
-            true
-        }
+    let claims = claim_all(state, &due).await;
+    let ours: Vec<Alert> = due
+        .into_iter()
+        .zip(claims)
+        .filter_map(|(a, ok)| ok.then_some(a))
+        .collect();
+    let posts = fold(ours, &state.alerts.config().dashboard_url);
+    for a in &posts {
+        state.alerts.send(a).await;
     }
+    posts
 }
 
 /// Shared handle type in [`AppState`].
