@@ -37,8 +37,16 @@ use serde_json::{Map, Value, json};
 
 use crate::task::{TaskInfo, TaskRow};
 
-/// Tasks read per Redis call while exporting.
+/// Most tasks read per Redis call while exporting.
 pub const EXPORT_CHUNK: u64 = 500;
+
+/// Byte budget of one Redis call while exporting: the msg and result bytes
+/// it reads, 1 MiB. A call always reads one task, then the next ones only
+/// while their total stays within this, so tasks of a few hundred bytes go
+/// [`EXPORT_CHUNK`] per call, tasks of 200 KB 5 per call and tasks of 4 MB
+/// one per call: no call holds Redis for long whatever the tasks' size
+/// (COMPATIBILITY.md#n1).
+pub const EXPORT_CHUNK_BYTES: u64 = 1 << 20;
 
 /// The output format of an export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,6 +7,7 @@ mod acl_topology;
 mod aggregator;
 mod alerts;
 mod archive_export;
+mod archive_export_fat;
 mod archive_export_serve;
 mod attention;
 mod audit;

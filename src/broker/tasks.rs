@@ -151,7 +151,9 @@ impl Broker {
             // Too far out for any Redis container.
             return Ok(Vec::new());
         };
-        let (mut out, _) = self.list_range(queue, container, start, stop).await?;
+        let (mut out, _) = self
+            .list_range(queue, container, start, stop, 0, false)
+            .await?;
         if is_list {
             out.reverse();
         }
@@ -160,15 +162,23 @@ impl Broker {
 
     /// The tasks of `container` from `start` to `stop` inclusive (list
     /// indexes, or zset ranks by ascending score), in container order (lists
-    /// left to right), decoded as [`Broker::list_task_page`] does, and the
-    /// number of ids the range held (ids whose hash is gone are not in the
-    /// rows). The queue is not checked.
+    /// left to right, or right to left when `from_right`), decoded as
+    /// [`Broker::list_task_page`] does, and the number of ids read (ids
+    /// whose hash is gone are not in the rows). The queue is not checked.
+    ///
+    /// `max_bytes` (0: no bound) bounds the msg and result bytes one call
+    /// reads: the first task is always read, each next one only while the
+    /// total stays within it (its size is asked before it is read), so the
+    /// ids read may be fewer than the range holds; 0 of them means the
+    /// range was empty.
     pub(super) async fn list_range(
         &self,
         queue: &str,
         container: Container<'_>,
         start: i64,
         stop: i64,
+        max_bytes: u64,
+        from_right: bool,
     ) -> Result<(Vec<ListedTask>, usize)> {
         let key = container.key(queue)?;
         let mut inv = scripts::LIST_TASKS.prepare_invoke();
@@ -179,7 +189,9 @@ impl Broker {
         inv.arg(container.kind())
             .arg(start)
             .arg(stop)
-            .arg(keys::task_key_prefix(queue));
+            .arg(keys::task_key_prefix(queue))
+            .arg(max_bytes)
+            .arg(if from_right { "right" } else { "left" });
         let flat: Vec<Option<Vec<u8>>> = inv.invoke_async(&mut self.conn()).await?;
         if !flat.len().is_multiple_of(4) {
             return Err(Error::Internal(format!(

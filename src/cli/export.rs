@@ -1,8 +1,9 @@
 //! `asynqdeck export`: every task of one tab of a queue, as NDJSON or CSV,
 //! on stdout or into a file (S31), the same bytes as the dashboard's
 //! `GET …/queues/{q}/{state}/export` ([`crate::export`] rows, read in
-//! chunks of [`EXPORT_CHUNK`](crate::inspector::EXPORT_CHUNK) by
-//! [`Inspector::export_tasks`]).
+//! chunks of at most [`EXPORT_CHUNK`](crate::inspector::EXPORT_CHUNK)
+//! tasks and [`EXPORT_CHUNK_BYTES`](crate::inspector::EXPORT_CHUNK_BYTES)
+//! of task data by [`Inspector::export_tasks`]).
 //!
 //! ```text
 //! asynqdeck export --queue default --state archived --format ndjson --since 7d --output archive.ndjson
