@@ -47,6 +47,7 @@ mod server_interop;
 mod server_seeds;
 mod server_smoke;
 mod servers;
+mod task_key_wrong_type;
 mod topology;
 mod web_api;
 mod web_enqueue;

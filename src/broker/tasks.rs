@@ -211,15 +211,7 @@ impl Broker {
             let Some(msg) = msg else {
                 continue; // the hash is gone: nothing to show
             };
-            let task_key = keys::task_key(queue, &id);
-            let msg = if msg.is_empty() {
-                Err(Error::Corrupt {
-                    key: format!("{task_key} msg"),
-                    reason: "the task hash has no msg".to_string(),
-                })
-            } else {
-                decode_task(&task_key, &msg).map(|w| w.msg)
-            };
+            let msg = listed_msg(&keys::task_key(queue, &id), &msg);
             out.push(ListedTask {
                 id,
                 msg,
@@ -260,6 +252,9 @@ impl Broker {
                 )));
             }
         };
+        if let Some(kind) = msg.as_deref().and_then(|m| m.strip_prefix(b"wrongtype:")) {
+            return Err(wrong_type(&task_key, kind));
+        }
         let state_text = String::from_utf8_lossy(&state.unwrap_or_default()).into_owned();
         let state: TaskState = state_text.parse().map_err(Error::FailedPrecondition)?;
         // Go decodes an absent msg as an all-empty task.
@@ -274,6 +269,36 @@ impl Broker {
             score: score.as_deref().and_then(score_of),
             result: result.filter(|r| !r.is_empty()),
         })
+    }
+}
+
+/// The message of a task as the `list_tasks` script gives it (the hash
+/// exists): `""` is a hash without msg, `wrongtype:<type>` a key of
+/// another type, anything else the encoded message.
+///
+/// Errors: [`Error::Corrupt`] naming what is wrong (no msg, another type,
+/// a msg that does not decode).
+pub(super) fn listed_msg(task_key: &str, msg: &[u8]) -> Result<TaskMessage> {
+    if msg.is_empty() {
+        return Err(Error::Corrupt {
+            key: format!("{task_key} msg"),
+            reason: "the task hash has no msg".to_string(),
+        });
+    }
+    if let Some(kind) = msg.strip_prefix(b"wrongtype:") {
+        return Err(wrong_type(task_key, kind));
+    }
+    decode_task(task_key, msg).map(|w| w.msg)
+}
+
+/// The error of a task key holding `kind` (`string`, `list`, …), not a hash.
+fn wrong_type(task_key: &str, kind: &[u8]) -> Error {
+    Error::Corrupt {
+        key: task_key.to_string(),
+        reason: format!(
+            "the task key is a {}, not a hash",
+            String::from_utf8_lossy(kind)
+        ),
     }
 }
 

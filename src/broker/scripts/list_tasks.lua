@@ -17,9 +17,11 @@
 --         next to run) leftwards, so a budget stops at the far end
 -- Returns: a flat array, 4 entries per id read, in walk order (lists left
 -- to right unless ARGV[6], zsets by ascending score): id; msg (nil when the
--- hash is missing, "" when the hash has no msg field or the key is not a
--- hash); result (nil when absent); score as a decimal string (the zset
--- score, or the lease expiry when KEYS[2] is given; nil when there is none).
+-- hash is missing, "" when the hash has no msg field, "wrongtype:<type>"
+-- when the key holds another type, e.g. "wrongtype:string"; no encoded
+-- TaskMessage starts with "w", an invalid protobuf tag); result (nil when
+-- absent); score as a decimal string (the zset score, or the lease expiry
+-- when KEYS[2] is given; nil when there is none).
 -- With a budget the reply may cover fewer ids than the range: the caller
 -- counts them (the next read starts after them).
 local data = {}
@@ -44,9 +46,9 @@ local function add(id, score)
     end
     local fields = redis.pcall("HMGET", key, "msg", "result")
     if fields.err then
-        -- A key of another type: listed like a hash without msg, a corrupt
-        -- row, rather than failing the page (COMPATIBILITY.md#w13).
-        fields = {false, false}
+        -- A key of another type: a corrupt row naming the type rather than
+        -- a failed page (COMPATIBILITY.md#w13).
+        fields = {"wrongtype:" .. redis.call("TYPE", key).ok, false}
     end
     local msg = fields[1]
     if not msg and redis.call("EXISTS", key) == 1 then
