@@ -27,6 +27,10 @@
 //! not decode) becomes `{"id":…,"state":…,"error":…}` (CSV: a row with only
 //! `id`, `state` and the last column, `error`, filled); the `error` column
 //! is empty for every other row and the key is absent from their lines.
+//!
+//! CSV text cells that a spreadsheet would run as a formula (starting with
+//! `=`, `+`, `-`, `@`, a tab or a CR) are written with a leading `'`
+//! ([`csv_text`]); NDJSON values are written as they are.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -37,8 +41,16 @@ use serde_json::{Map, Value, json};
 
 use crate::task::{TaskInfo, TaskRow};
 
-/// Tasks read per Redis call while exporting.
+/// Most tasks read per Redis call while exporting.
 pub const EXPORT_CHUNK: u64 = 500;
+
+/// Byte budget of one Redis call while exporting: the msg and result bytes
+/// it reads, 1 MiB. A call always reads one task, then the next ones only
+/// while their total stays within this, so tasks of a few hundred bytes go
+/// [`EXPORT_CHUNK`] per call, tasks of 200 KB 5 per call and tasks of 4 MB
+/// one per call: no call holds Redis for long whatever the tasks' size
+/// (COMPATIBILITY.md#n1).
+pub const EXPORT_CHUNK_BYTES: u64 = 1 << 20;
 
 /// The output format of an export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,9 +240,9 @@ pub fn csv_row(row: &TaskRow) -> String {
         TaskRow::Corrupt { id, state, error } => COLUMNS
             .iter()
             .map(|c| match *c {
-                "id" => id.clone(),
+                "id" => csv_text(id.clone()),
                 "state" => state.as_str().to_string(),
-                "error" => error.clone(),
+                "error" => csv_text(error.clone()),
                 _ => String::new(),
             })
             .collect(),
@@ -238,12 +250,26 @@ pub fn csv_row(row: &TaskRow) -> String {
     csv_line(cells.into_iter())
 }
 
-/// A JSON value as a CSV cell: text as is, `null` empty, objects as JSON.
+/// A JSON value as a CSV cell: text as [`csv_text`], `null` empty, numbers,
+/// booleans and objects as JSON.
 fn cell(v: Value) -> String {
     match v {
         Value::Null => String::new(),
-        Value::String(s) => s,
+        Value::String(s) => csv_text(s),
         other => other.to_string(),
+    }
+}
+
+/// A text cell of the CSV export, safe to open in a spreadsheet: text that
+/// starts with `=`, `+`, `-`, `@`, a tab or a CR (what spreadsheets read as
+/// a formula) gets a leading `'` (OWASP's advice against CSV injection);
+/// other text is unchanged. A reader of the CSV strips that `'` to get the
+/// value back (base64 text may start with `+`). NDJSON is never changed.
+pub fn csv_text(text: String) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text
     }
 }
 
@@ -380,6 +406,40 @@ mod tests {
         );
         assert_eq!(ExportFormat::parse(" CSV "), Some(ExportFormat::Csv));
         assert_eq!(ExportFormat::parse("xml"), None);
+    }
+
+    #[test]
+    fn csv_cells_that_a_spreadsheet_would_run_get_a_quote() {
+        let mut t = task();
+        t.task_type = "=HYPERLINK(\"http://x\")".into();
+        t.payload = b"+1+cmd|' /C calc'!A0".to_vec();
+        t.last_err = "-2+3".into();
+        t.group = "@SUM(A1)".into();
+        t.headers = Default::default();
+        t.result = Some(b"\tx".to_vec());
+        assert_eq!(
+            csv_row(&TaskRow::Task(t.clone())),
+            "t1,q,\"'=HYPERLINK(\"\"http://x\"\")\",completed,'+1+cmd|' /C calc'!A0,text,{},3,1,'-2+3,\
+             2023-11-14T22:13:20Z,60,,'@SUM(A1),,3600,2023-11-14T22:15:00Z,2023-11-14T23:15:00Z,'\tx,text,false,\r\n"
+        );
+        // NDJSON keeps the values as they are.
+        let line = ndjson_line(&TaskRow::Task(t));
+        assert!(
+            line.contains(r#""type":"=HYPERLINK(\"http://x\")""#),
+            "{line}"
+        );
+        assert!(line.contains(r#""last_err":"-2+3""#), "{line}");
+        let bad = TaskRow::Corrupt {
+            id: "=x".into(),
+            state: TaskState::Archived,
+            error: "\rboom".into(),
+        };
+        assert_eq!(
+            csv_row(&bad),
+            "'=x,,,archived,,,,,,,,,,,,,,,,,,\"'\rboom\"\r\n"
+        );
+        assert_eq!(csv_text("a=b".into()), "a=b");
+        assert_eq!(csv_text(String::new()), "");
     }
 
     #[test]

@@ -306,7 +306,8 @@ async fn cli(db: &TestDb, args: &[&str]) -> (i32, String, String) {
 
 /// `asynqdeck export` prints the dashboard's bytes (NDJSON and CSV, with
 /// `--since` and `--type`), writes `--output`, and fails with exit codes 1
-/// (unknown queue) and 2 (bad flags).
+/// (unknown queue) and 2 (bad flags: a bad format, `--since` for pending
+/// or active, a `--since` that does not parse).
 #[tokio::test]
 async fn cli_prints_the_same() {
     let db = support::redis();
@@ -362,12 +363,23 @@ async fn cli_prints_the_same() {
     let (code, _, err) = cli(&db, &["--queue", "q", "--format", "xml"]).await;
     assert_eq!(code, 2);
     assert_eq!(err, "error: --format \"xml\": use ndjson or csv\n");
-    let (code, _, _) = cli(
-        &db,
-        &["--queue", "q", "--state", "pending", "--since", "1h"],
-    )
-    .await;
-    assert_eq!(code, 1);
+    // --since with a list tab, or one that does not parse: bad flags.
+    for state in ["pending", "active"] {
+        let (code, out, err) = cli(&db, &["--queue", "q", "--state", state, "--since", "1h"]).await;
+        assert_eq!((code, out.as_str()), (2, ""));
+        assert_eq!(
+            err,
+            format!(
+                "error: --since: {state} tasks have no time to compare with; use it with --state scheduled, retry, archived, completed or aggregating\n"
+            )
+        );
+    }
+    let (code, _, err) = cli(&db, &["--queue", "q", "--since", "yesterday"]).await;
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: --since \"yesterday\": give an RFC 3339 time (2026-12-01T00:00:00Z), a date (2026-12-01), unix seconds, or an age such as 90m, 24h or 7d\n"
+    );
 }
 
 /// One pass writes the archived tasks (exact lines, the corrupt one an

@@ -3,8 +3,10 @@
 //! engine's archive exporter: `export_cursor.rs`).
 //!
 //! Each call is one bounded command or one call of the `list_tasks`
-//! script over at most the chunk asked for (the callers use 500), so no
-//! call blocks Redis for long whatever the size of the tab.
+//! script over at most the chunk asked for, in tasks and in bytes (the
+//! callers use 500 tasks and 1 MiB: [`crate::export::EXPORT_CHUNK`],
+//! [`crate::export::EXPORT_CHUNK_BYTES`]), so no call blocks Redis for
+//! long whatever the size of the tab or of its tasks.
 
 use chrono::{DateTime, Utc};
 
@@ -17,9 +19,14 @@ impl Broker {
     /// Up to `count` tasks of the container of `state` (or of `group`'s
     /// zset) from position `from` (0-based): for the pending and active
     /// lists counted from the next-to-run (right) end, in that order; for
-    /// zsets the ranks by ascending score; and how many ids those positions
-    /// held (0: the end; ids whose hash is gone have no row). The queue is
-    /// not checked. Rows as [`Broker::list_task_page`].
+    /// zsets the ranks by ascending score; and how many positions were read
+    /// (0: the end; ids whose hash is gone have no row). The queue is not
+    /// checked. Rows as [`Broker::list_task_page`].
+    ///
+    /// `max_bytes` (0: no bound) bounds the msg and result bytes read: the
+    /// first task is always read, each next one only while the total stays
+    /// within it, so fewer than `count` positions may be read before the
+    /// end; the next chunk starts at `from` + the positions read.
     ///
     /// Errors: [`Error::InvalidArgument`] for aggregating without a group,
     /// [`Error::Redis`].
@@ -30,6 +37,7 @@ impl Broker {
         group: Option<&str>,
         from: u64,
         count: u64,
+        max_bytes: u64,
     ) -> Result<(Vec<ListedTask>, usize)> {
         let container = Container::of(state, group);
         let (Ok(from), Ok(count)) = (i64::try_from(from), i64::try_from(count)) else {
@@ -39,13 +47,19 @@ impl Broker {
             return Ok((Vec::new(), 0));
         }
         if container.kind() == "list" {
-            let (mut out, read) = self
-                .list_range(queue, container, -(from + count), -(from + 1))
-                .await?;
-            out.reverse();
-            Ok((out, read))
+            // Walked from the right end, so a byte budget stops nearest to
+            // the position reached.
+            self.list_range(
+                queue,
+                container,
+                -(from + count),
+                -(from + 1),
+                max_bytes,
+                true,
+            )
+            .await
         } else {
-            self.list_range(queue, container, from, from + count - 1)
+            self.list_range(queue, container, from, from + count - 1, max_bytes, false)
                 .await
         }
     }

@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 
 use super::jobs::{job_failed_key, job_key, job_skipped_key};
 use super::proto::TaskMessage;
-use super::tasks::{Container, ensure_queue};
-use super::{ARCHIVE_RETENTION, Broker, MAX_ARCHIVE_SIZE, decode_task, keys, scripts};
+use super::tasks::{Container, ensure_queue, listed_msg};
+use super::{ARCHIVE_RETENTION, Broker, MAX_ARCHIVE_SIZE, keys, scripts};
 use crate::error::{Error, Result};
 use crate::task::TaskState;
 
@@ -214,16 +214,7 @@ impl Broker {
         for row in flat.chunks_exact(4) {
             let id = String::from_utf8_lossy(row[0].as_deref().unwrap_or_default()).into_owned();
             let task_key = keys::task_key(queue, &id);
-            let msg = row[1].as_deref().map(|m| {
-                if m.is_empty() {
-                    Err(Error::Corrupt {
-                        key: format!("{task_key} msg"),
-                        reason: "the task hash has no msg".to_string(),
-                    })
-                } else {
-                    decode_task(&task_key, m).map(|w| w.msg)
-                }
-            });
+            let msg = row[1].as_deref().map(|m| listed_msg(&task_key, m));
             out.push((id, msg));
         }
         if container.kind() == "list" {

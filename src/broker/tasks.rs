@@ -151,7 +151,9 @@ impl Broker {
             // Too far out for any Redis container.
             return Ok(Vec::new());
         };
-        let (mut out, _) = self.list_range(queue, container, start, stop).await?;
+        let (mut out, _) = self
+            .list_range(queue, container, start, stop, 0, false)
+            .await?;
         if is_list {
             out.reverse();
         }
@@ -160,15 +162,23 @@ impl Broker {
 
     /// The tasks of `container` from `start` to `stop` inclusive (list
     /// indexes, or zset ranks by ascending score), in container order (lists
-    /// left to right), decoded as [`Broker::list_task_page`] does, and the
-    /// number of ids the range held (ids whose hash is gone are not in the
-    /// rows). The queue is not checked.
+    /// left to right, or right to left when `from_right`), decoded as
+    /// [`Broker::list_task_page`] does, and the number of ids read (ids
+    /// whose hash is gone are not in the rows). The queue is not checked.
+    ///
+    /// `max_bytes` (0: no bound) bounds the msg and result bytes one call
+    /// reads: the first task is always read, each next one only while the
+    /// total stays within it (its size is asked before it is read), so the
+    /// ids read may be fewer than the range holds; 0 of them means the
+    /// range was empty.
     pub(super) async fn list_range(
         &self,
         queue: &str,
         container: Container<'_>,
         start: i64,
         stop: i64,
+        max_bytes: u64,
+        from_right: bool,
     ) -> Result<(Vec<ListedTask>, usize)> {
         let key = container.key(queue)?;
         let mut inv = scripts::LIST_TASKS.prepare_invoke();
@@ -179,7 +189,9 @@ impl Broker {
         inv.arg(container.kind())
             .arg(start)
             .arg(stop)
-            .arg(keys::task_key_prefix(queue));
+            .arg(keys::task_key_prefix(queue))
+            .arg(max_bytes)
+            .arg(if from_right { "right" } else { "left" });
         let flat: Vec<Option<Vec<u8>>> = inv.invoke_async(&mut self.conn()).await?;
         if !flat.len().is_multiple_of(4) {
             return Err(Error::Internal(format!(
@@ -199,15 +211,7 @@ impl Broker {
             let Some(msg) = msg else {
                 continue; // the hash is gone: nothing to show
             };
-            let task_key = keys::task_key(queue, &id);
-            let msg = if msg.is_empty() {
-                Err(Error::Corrupt {
-                    key: format!("{task_key} msg"),
-                    reason: "the task hash has no msg".to_string(),
-                })
-            } else {
-                decode_task(&task_key, &msg).map(|w| w.msg)
-            };
+            let msg = listed_msg(&keys::task_key(queue, &id), &msg);
             out.push(ListedTask {
                 id,
                 msg,
@@ -248,6 +252,9 @@ impl Broker {
                 )));
             }
         };
+        if let Some(kind) = msg.as_deref().and_then(|m| m.strip_prefix(b"wrongtype:")) {
+            return Err(wrong_type(&task_key, kind));
+        }
         let state_text = String::from_utf8_lossy(&state.unwrap_or_default()).into_owned();
         let state: TaskState = state_text.parse().map_err(Error::FailedPrecondition)?;
         // Go decodes an absent msg as an all-empty task.
@@ -262,6 +269,36 @@ impl Broker {
             score: score.as_deref().and_then(score_of),
             result: result.filter(|r| !r.is_empty()),
         })
+    }
+}
+
+/// The message of a task as the `list_tasks` script gives it (the hash
+/// exists): `""` is a hash without msg, `wrongtype:<type>` a key of
+/// another type, anything else the encoded message.
+///
+/// Errors: [`Error::Corrupt`] naming what is wrong (no msg, another type,
+/// a msg that does not decode).
+pub(super) fn listed_msg(task_key: &str, msg: &[u8]) -> Result<TaskMessage> {
+    if msg.is_empty() {
+        return Err(Error::Corrupt {
+            key: format!("{task_key} msg"),
+            reason: "the task hash has no msg".to_string(),
+        });
+    }
+    if let Some(kind) = msg.strip_prefix(b"wrongtype:") {
+        return Err(wrong_type(task_key, kind));
+    }
+    decode_task(task_key, msg).map(|w| w.msg)
+}
+
+/// The error of a task key holding `kind` (`string`, `list`, …), not a hash.
+fn wrong_type(task_key: &str, kind: &[u8]) -> Error {
+    Error::Corrupt {
+        key: task_key.to_string(),
+        reason: format!(
+            "the task key is a {}, not a hash",
+            String::from_utf8_lossy(kind)
+        ),
     }
 }
 

@@ -1,8 +1,9 @@
 //! `asynqdeck export`: every task of one tab of a queue, as NDJSON or CSV,
 //! on stdout or into a file (S31), the same bytes as the dashboard's
 //! `GET …/queues/{q}/{state}/export` ([`crate::export`] rows, read in
-//! chunks of [`EXPORT_CHUNK`](crate::inspector::EXPORT_CHUNK) by
-//! [`Inspector::export_tasks`]).
+//! chunks of at most [`EXPORT_CHUNK`](crate::inspector::EXPORT_CHUNK)
+//! tasks and [`EXPORT_CHUNK_BYTES`](crate::inspector::EXPORT_CHUNK_BYTES)
+//! of task data by [`Inspector::export_tasks`]).
 //!
 //! ```text
 //! asynqdeck export --queue default --state archived --format ndjson --since 7d --output archive.ndjson
@@ -13,8 +14,10 @@
 //! their environment variables); the other `serve` flags are accepted and
 //! ignored. Exit codes: 0 when every task was written, 1 when Redis fails
 //! (before or during the export; what was read is written, then an
-//! `error:` line on stderr), the queue does not exist, `--since` is given
-//! for pending or active, or the output cannot be written; 2 for bad flags.
+//! `error:` line on stderr), the queue does not exist, or the output
+//! cannot be written; 2 for bad flags, checked before Redis is reached:
+//! an unknown `--state` or `--format`, a `--since` that does not parse, or
+//! `--since` with `--state pending` or `active` (lists have no time).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -77,7 +80,9 @@ fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
 }
 
 impl ExportArgs {
-    /// The request, the format and the output, or a flag error (exit 2).
+    /// The request and the format, or a flag error (exit 2): an unknown
+    /// state or format, a `--since` that does not parse, `--since` for
+    /// pending or active.
     fn request(
         &self,
         now: chrono::DateTime<chrono::Utc>,
@@ -91,7 +96,12 @@ impl ExportArgs {
         let format = ExportFormat::parse(&self.format)
             .ok_or_else(|| format!("--format {:?}: use ndjson or csv", self.format))?;
         let since = match &self.since {
-            Some(s) => Some(parse_since(s, now)?),
+            Some(_) if matches!(state, TaskState::Pending | TaskState::Active) => {
+                return Err(format!(
+                    "--since: {state} tasks have no time to compare with; use it with --state scheduled, retry, archived, completed or aggregating"
+                ));
+            }
+            Some(s) => Some(parse_since(s, now).map_err(|e| format!("--{e}"))?),
             None => None,
         };
         let req = ExportRequest {

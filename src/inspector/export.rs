@@ -1,7 +1,9 @@
 //! Every task of a tab, with the tab's filters, as a stream of bounded
 //! chunks (S31: the archive export of the dashboard and of `asynqdeck
-//! export`). Memory stays constant: one chunk of [`EXPORT_CHUNK`] tasks is
-//! read, handed on, and dropped before the next is read.
+//! export`). Memory stays constant: one chunk of at most [`EXPORT_CHUNK`]
+//! tasks and about [`EXPORT_CHUNK_BYTES`] of task data (one task when a
+//! single task is larger) is read, handed on, and dropped before the next
+//! is read.
 //!
 //! # Order and consistency
 //! Chunks are read by position, one `list_tasks` script call each:
@@ -31,7 +33,7 @@ use super::tasks::{TaskRow, row_of};
 use crate::error::{Error, Result};
 use crate::task::TaskState;
 
-pub use crate::export::EXPORT_CHUNK;
+pub use crate::export::{EXPORT_CHUNK, EXPORT_CHUNK_BYTES};
 
 /// Which tasks to export ([`Inspector::export_tasks`]).
 #[derive(Clone, Debug)]
@@ -143,6 +145,7 @@ impl Cursor {
                 self.group.as_deref(),
                 self.pos,
                 EXPORT_CHUNK,
+                EXPORT_CHUNK_BYTES,
             )
             .await?;
         self.pos += read as u64;

@@ -71,7 +71,7 @@ pub use attention::{Finding, Kind as FindingKind, Severity, Target as FindingTar
 pub use audit::{AUDIT_PAGE_MAX, AuditEntry, AuditFilter, AuditPage};
 pub use cluster::ClusterNode;
 pub use errgroups::ErrGroup;
-pub use export::{EXPORT_CHUNK, ExportRequest};
+pub use export::{EXPORT_CHUNK, EXPORT_CHUNK_BYTES, ExportRequest};
 pub use info::{ClusterInfo, NodeInfo, QueueLocation, RedisInfo, SentinelStatus, parse_info};
 pub use left_behind::SweepBudget;
 pub use memory_cache::{CachedMemory, MEMORY_CACHE_TTL};

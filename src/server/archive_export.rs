@@ -10,8 +10,9 @@
 //! exported in the last [`ArchiveExportConfig::lookback`] of archived
 //! scores; its highest score is how far the export got. A pass over a
 //! queue reads the archive from the first task scored at least
-//! `top − lookback` (one `ZCOUNT`, then chunks of
-//! [`EXPORT_CHUNK`] by rank), skips the
+//! `top − lookback` (one `ZCOUNT`, then chunks by rank of at most
+//! [`EXPORT_CHUNK`] tasks and [`EXPORT_CHUNK_BYTES`] of task data, one
+//! task when a single task is larger), skips the
 //! ids the cursor holds, appends the others to the file, then records
 //! them. The look-back covers tasks archived late in score order (another
 //! process's clock a little behind, a chunk written between two reads).
@@ -59,7 +60,7 @@ use super::ticker::{FirstTick, Ticker};
 use crate::TaskInfo;
 use crate::broker::{Broker, DueIndex, MAX_ARCHIVE_SIZE};
 use crate::error::{Error, Result};
-use crate::export::{EXPORT_CHUNK, ndjson_line};
+use crate::export::{EXPORT_CHUNK, EXPORT_CHUNK_BYTES, ndjson_line};
 use crate::task::{TaskRow, TaskState};
 
 /// Settings of the archive exporter.
@@ -196,7 +197,14 @@ impl ArchiveExporter {
         while written < self.config.max_per_pass {
             let (tasks, read) = self
                 .broker
-                .export_chunk(queue, TaskState::Archived, None, pos, EXPORT_CHUNK)
+                .export_chunk(
+                    queue,
+                    TaskState::Archived,
+                    None,
+                    pos,
+                    EXPORT_CHUNK,
+                    EXPORT_CHUNK_BYTES,
+                )
                 .await?;
             if read == 0 {
                 break;

@@ -8,11 +8,14 @@
 -- the task's score in asynq:{<q>}:<state> as a decimal string for scheduled
 -- and retry, its lease expiry (asynq:{<q>}:lease) for active (nil when it
 -- has no lease: an orphan, issue 12 R4), nil otherwise; result nil when
--- absent.
+-- absent. A key of another type: {"wrongtype:<type>", nil, nil, nil}.
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return {}
 end
-local fields = redis.call("HMGET", KEYS[1], "msg", "state", "result")
+local fields = redis.pcall("HMGET", KEYS[1], "msg", "state", "result")
+if fields.err then
+    return {"wrongtype:" .. redis.call("TYPE", KEYS[1]).ok, false, false, false}
+end
 local state = fields[2]
 local score = false
 if state == "scheduled" or state == "retry" then

@@ -414,11 +414,12 @@ fn call_sites_pass_the_documented_keys_and_args() {
 }
 
 /// Commands our scripts call that never write.
-const READ_COMMANDS: [&str; 19] = [
+const READ_COMMANDS: [&str; 20] = [
     "EXISTS",
     "GET",
     "HGET",
     "HMGET",
+    "HSTRLEN",
     "LINDEX",
     "LLEN",
     "LRANGE",
