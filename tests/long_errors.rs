@@ -1,6 +1,7 @@
-//! Long LastErr texts (an HTML error page of ~54 KB per task) stay out of
-//! the lists: a tab's rows, search results (page and API) and the error
-//! signatures show at most 500 (rows) or 1,000 (signature examples)
+//! Big task data in lists. A page of big tasks is read in calls of at most
+//! 1 MiB. Long LastErr texts (an HTML error page of ~54 KB per task) stay
+//! out of the lists: a tab's rows, search results (page and API) and the
+//! error signatures show at most 500 (rows) or 1,000 (signature examples)
 //! characters and `…`; the task page shows the whole text.
 
 use asynqdeck::Inspector;
@@ -76,4 +77,116 @@ async fn lists_cut_long_errors_and_the_task_page_keeps_them() {
     let task = http::get(&d.app, "/queues/long/tasks/t00").await;
     assert_eq!(task.status, StatusCode::OK);
     assert!(http::unescape(&task.body).contains(&err));
+}
+
+/// A page of big tasks is read in calls of at most 1 MiB of task data
+/// (`PAGE_READ_BYTES`): 6 retry tasks and 5 pending tasks of 400 KB take
+/// 3 calls each (two tasks per call), in page order; 500 small tasks take
+/// one call.
+#[tokio::test]
+async fn a_page_of_big_tasks_is_read_in_bounded_calls() {
+    use crate::support::commandstats;
+    use asynqdeck::TaskState;
+    use asynqdeck::inspector::Page;
+    assert_eq!(asynqdeck::broker::PAGE_READ_BYTES, 1024 * 1024);
+    let db = support::redis::private_redis();
+    let mut c = db.raw().await;
+    let now = chrono::Utc::now().timestamp();
+    let big = vec![b'x'; 400 * 1024];
+    for i in 0..6 {
+        let m = seed::msg("big", &format!("r{i}"), "t", &big);
+        seed::message(&mut c, &m, "retry", now + 60 + i).await;
+    }
+    for i in 0..5 {
+        let m = seed::msg("big", &format!("p{i}"), "t", &big);
+        seed::message(&mut c, &m, "pending", 0).await;
+    }
+    for i in 0..500 {
+        let m = seed::msg("small", &format!("s{i:03}"), "t", b"{}");
+        seed::message(&mut c, &m, "scheduled", now + 60 + i).await;
+    }
+    let insp = Inspector::connect(&db.url()).await.unwrap();
+    let page = Page::new(1, 20).unwrap();
+    let ids = |rows: Vec<asynqdeck::inspector::TaskRow>| -> Vec<String> {
+        rows.iter().map(|r| r.id().to_string()).collect()
+    };
+    // A first read loads the scripts; count from the second.
+    insp.list_tasks("big", TaskState::Retry, page)
+        .await
+        .unwrap();
+    commandstats::reset(&mut c).await;
+
+    let retry = insp
+        .list_tasks("big", TaskState::Retry, page)
+        .await
+        .unwrap();
+    assert_eq!(ids(retry), ["r0", "r1", "r2", "r3", "r4", "r5"]);
+    assert_eq!(
+        commandstats::since_last(&mut c).await.get("evalsha"),
+        Some(&3)
+    );
+
+    // LPUSHed p0 first: p0 runs next and heads the page.
+    let pending = insp
+        .list_tasks("big", TaskState::Pending, page)
+        .await
+        .unwrap();
+    assert_eq!(ids(pending), ["p0", "p1", "p2", "p3", "p4"]);
+    assert_eq!(
+        commandstats::since_last(&mut c).await.get("evalsha"),
+        Some(&3)
+    );
+
+    let small = insp
+        .list_tasks("small", TaskState::Scheduled, Page::new(1, 500).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(small.len(), 500);
+    assert_eq!(
+        commandstats::since_last(&mut c).await.get("evalsha"),
+        Some(&1)
+    );
+}
+
+/// A filtered job over big tasks reads them in byte-bounded calls and goes
+/// on after each short read: of 6 retry tasks of 400 KB, the 3 whose
+/// payload matches are deleted and 3 skipped.
+#[tokio::test]
+async fn a_filtered_job_over_big_tasks_reads_them_all() {
+    use asynqdeck::TaskState;
+    use asynqdeck::inspector::TabFilter;
+    use asynqdeck::inspector::TaskAction;
+    use asynqdeck::inspector::jobs::JobSpec;
+    let db = support::redis();
+    let mut c = db.raw().await;
+    let now = chrono::Utc::now().timestamp();
+    for i in 0..6u8 {
+        let fill = if i % 2 == 0 { b'a' } else { b'b' };
+        let m = seed::msg("bigjob", &format!("r{i}"), "t", &vec![fill; 400 * 1024]);
+        seed::message(&mut c, &m, "retry", now + 60 + i64::from(i)).await;
+    }
+    let insp = Inspector::connect(&db.url()).await.unwrap();
+    let spec = JobSpec {
+        queue: "bigjob".into(),
+        state: TaskState::Retry,
+        group: None,
+        action: TaskAction::Delete,
+        filter: Some(TabFilter {
+            payload: "aaaa".into(),
+            ..TabFilter::default()
+        }),
+    };
+    let job = insp.create_job(spec, None).await.unwrap();
+    let job = insp
+        .run_job(&job.id, &tokio_util::sync::CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        (job.phase.as_str(), job.done, job.skipped, job.failed),
+        ("done", 3, 3, 0)
+    );
+    for i in 0..6 {
+        let there = insp.get_task_info("bigjob", &format!("r{i}")).await.is_ok();
+        assert_eq!(there, i % 2 == 1, "r{i}");
+    }
 }

@@ -176,7 +176,10 @@ impl Broker {
     /// Up to `n` tasks of the container of `state` (or `group`) from
     /// position `offset`, oldest first (a list from its tail, a zset by
     /// ascending score), with their msgs: the `list_tasks` script. Every id
-    /// read is returned, also those whose hash is missing.
+    /// read is returned, also those whose hash is missing. The call reads
+    /// at most [`super::PAGE_READ_BYTES`] of task data (at least one task),
+    /// so it may return fewer than `n` ids before the range's end: the
+    /// second value says so (true: read on from where it stopped).
     ///
     /// Errors: [`Error::QueueNotFound`], [`Error::InvalidArgument`] for
     /// aggregating without a group, [`Error::Redis`].
@@ -187,12 +190,12 @@ impl Broker {
         group: Option<&str>,
         offset: u64,
         n: usize,
-    ) -> Result<Vec<ReadTask>> {
+    ) -> Result<(Vec<ReadTask>, bool)> {
         let container = Container::of(state, group);
         let key = container.key(queue)?;
         ensure_queue(self, queue).await?;
         if n == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         let (first, last) = (offset as i64, offset as i64 + n as i64 - 1);
         let (start, stop) = if container.kind() == "list" {
@@ -208,8 +211,16 @@ impl Broker {
         inv.arg(container.kind())
             .arg(start)
             .arg(stop)
-            .arg(keys::task_key_prefix(queue));
-        let flat: Vec<Option<Vec<u8>>> = inv.invoke_async(&mut self.conn()).await?;
+            .arg(keys::task_key_prefix(queue))
+            .arg(super::PAGE_READ_BYTES)
+            // A list from its right end (oldest first), so a budget stops
+            // nearest to the position reached.
+            .arg("right");
+        let mut flat: Vec<Option<Vec<u8>>> = inv.invoke_async(&mut self.conn()).await?;
+        let stopped = flat.len() % 4 == 1 && flat.last() == Some(&Some(b"more".to_vec()));
+        if stopped {
+            flat.pop();
+        }
         let mut out = Vec::with_capacity(flat.len() / 4);
         for row in flat.chunks_exact(4) {
             let id = String::from_utf8_lossy(row[0].as_deref().unwrap_or_default()).into_owned();
@@ -217,10 +228,6 @@ impl Broker {
             let msg = row[1].as_deref().map(|m| listed_msg(&task_key, m));
             out.push((id, msg));
         }
-        if container.kind() == "list" {
-            // LRANGE reads left to right: newest first within the range.
-            out.reverse();
-        }
-        Ok(out)
+        Ok((out, stopped))
     }
 }

@@ -139,6 +139,7 @@ pub use slot_errors::slot_errors;
 pub use stats::{BURST, BudgetUsage, DailyStats, GroupInfo, QueueInfo, RedisBudget};
 pub(crate) use stats::{KeyKinds, QUEUES_PER_MEMORY_CALL, StatsRequest, StatsTracking};
 pub use task_actions::{ARCHIVE_RETENTION, MAX_ARCHIVE_SIZE};
+pub use tasks::PAGE_READ_BYTES;
 pub use waiter::PendingWaiter;
 
 use chrono::{DateTime, Utc};

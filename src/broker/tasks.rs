@@ -82,6 +82,23 @@ pub(crate) struct ListedTask {
     pub score: Option<i64>,
 }
 
+/// What one [`Broker::list_range_bounded`] call read.
+#[derive(Debug)]
+pub(crate) struct RangeRead {
+    /// The rows, in walk order.
+    pub rows: Vec<ListedTask>,
+    /// Ids read (rows plus ids whose hash is gone).
+    pub read: usize,
+    /// Whether the byte budget stopped the walk before the range's end.
+    pub stopped: bool,
+}
+
+/// Most msg and result bytes one page read takes from Redis: a page of
+/// bigger tasks is read in several calls, each stopped by this budget
+/// ([`Broker::list_task_page`]), so a page of 500 tasks of 54 KB, or 20
+/// of 4 MB, is no single call of tens of MB.
+pub const PAGE_READ_BYTES: u64 = 1024 * 1024;
+
 /// A task read by [`Broker::task_info`].
 #[derive(Debug)]
 pub(crate) struct FoundTask {
@@ -124,7 +141,9 @@ impl Broker {
     /// first; zsets by ascending score, ranks `size·(number−1)` to
     /// `size·number − 1`. A page past the end is empty. Ids whose hash is
     /// missing are skipped; a msg that is absent or does not decode comes
-    /// back as an `Err` ([`Error::Corrupt`]).
+    /// back as an `Err` ([`Error::Corrupt`]). Each Redis call reads at most
+    /// [`PAGE_READ_BYTES`] of task data (at least one task): a page of big
+    /// tasks takes several calls, a page of small ones one.
     ///
     /// Errors: [`Error::InvalidArgument`] for a zero page number or size
     /// and for aggregating without a group, [`Error::QueueNotFound`],
@@ -151,11 +170,24 @@ impl Broker {
             // Too far out for any Redis container.
             return Ok(Vec::new());
         };
-        let (mut out, _) = self
-            .list_range(queue, container, start, stop, 0, false)
-            .await?;
-        if is_list {
-            out.reverse();
+        // Walked from the next-to-run end: a list from its right end, a zset
+        // by ascending rank; each call goes on where the last one stopped.
+        let mut out = Vec::new();
+        let (mut start, mut stop) = (start, stop);
+        while start <= stop {
+            let r = self
+                .list_range_bounded(queue, container, start, stop, PAGE_READ_BYTES, is_list)
+                .await?;
+            out.extend(r.rows);
+            let read = i64::try_from(r.read).unwrap_or(i64::MAX);
+            if !r.stopped || read == 0 {
+                break;
+            }
+            if is_list {
+                stop -= read;
+            } else {
+                start += read;
+            }
         }
         Ok(out)
     }
@@ -180,6 +212,23 @@ impl Broker {
         max_bytes: u64,
         from_right: bool,
     ) -> Result<(Vec<ListedTask>, usize)> {
+        let r = self
+            .list_range_bounded(queue, container, start, stop, max_bytes, from_right)
+            .await?;
+        Ok((r.rows, r.read))
+    }
+
+    /// [`Broker::list_range`], also telling whether the byte budget stopped
+    /// the read before the range's end.
+    pub(super) async fn list_range_bounded(
+        &self,
+        queue: &str,
+        container: Container<'_>,
+        start: i64,
+        stop: i64,
+        max_bytes: u64,
+        from_right: bool,
+    ) -> Result<RangeRead> {
         let key = container.key(queue)?;
         let mut inv = scripts::LIST_TASKS.prepare_invoke();
         inv.key(&key);
@@ -192,7 +241,11 @@ impl Broker {
             .arg(keys::task_key_prefix(queue))
             .arg(max_bytes)
             .arg(if from_right { "right" } else { "left" });
-        let flat: Vec<Option<Vec<u8>>> = inv.invoke_async(&mut self.conn()).await?;
+        let mut flat: Vec<Option<Vec<u8>>> = inv.invoke_async(&mut self.conn()).await?;
+        let stopped = flat.len() % 4 == 1 && flat.last() == Some(&Some(b"more".to_vec()));
+        if stopped {
+            flat.pop();
+        }
         if !flat.len().is_multiple_of(4) {
             return Err(Error::Internal(format!(
                 "list_tasks script replied {} values, not a multiple of 4",
@@ -219,7 +272,11 @@ impl Broker {
                 score: score.as_deref().and_then(score_of),
             });
         }
-        Ok((out, read))
+        Ok(RangeRead {
+            rows: out,
+            read,
+            stopped,
+        })
     }
 
     /// Reads one task (Go `rdb.GetTaskInfo`).

@@ -23,8 +23,10 @@
 -- absent); score as a decimal string (the zset score, or the lease expiry
 -- when KEYS[2] is given; nil when there is none).
 -- With a budget the reply may cover fewer ids than the range: the caller
--- counts them (the next read starts after them).
+-- counts them (the next read starts after them), and one more element,
+-- "more", ends the reply when the budget stopped the walk.
 local data = {}
+local stopped = false
 local budget = tonumber(ARGV[5] or "") or 0
 local used = 0
 -- Whether the task at key may be read within the budget.
@@ -72,6 +74,7 @@ if ARGV[1] == "list" then
     end
     for i = first, last, step do
         if not add(ids[i], false) then
+            stopped = true
             break
         end
     end
@@ -79,8 +82,12 @@ else
     local entries = redis.call("ZRANGE", KEYS[1], ARGV[2], ARGV[3], "WITHSCORES")
     for i = 1, #entries, 2 do
         if not add(entries[i], entries[i + 1]) then
+            stopped = true
             break
         end
     end
+end
+if stopped then
+    table.insert(data, "more")
 end
 return data

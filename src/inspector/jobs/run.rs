@@ -187,7 +187,7 @@ impl Job {
         } else if budget == 0 {
             (Vec::new(), 0, true)
         } else {
-            let tasks = broker
+            let (tasks, stopped) = broker
                 .job_read_tasks(queue, spec.state, group, self.loaded.cursor, budget)
                 .await?;
             let read = tasks.len() as u64;
@@ -211,7 +211,8 @@ impl Job {
                 }
                 _ => kept.into_iter().map(|(id, _)| id).collect::<Vec<_>>(),
             };
-            let last = (read as usize) < budget || self.handled + read >= st.total;
+            // A read the byte budget stopped is short, not the end.
+            let last = (!stopped && (read as usize) < budget) || self.handled + read >= st.total;
             (picked, read, last)
         };
         if spec.action == TaskAction::Cancel {
