@@ -280,19 +280,8 @@ impl Inspector {
                     .is_none_or(|t| matches_fields(query, error.as_deref(), t))
             })
             .collect();
-        let since: Vec<Option<DateTime<Utc>>> = if state == TaskState::Pending {
-            let ids: Vec<&str> = rows.iter().map(TaskRow::id).collect();
-            self.broker
-                .pending_since(queue, &ids)
-                .await?
-                .into_iter()
-                .map(|ns| ns.map(DateTime::from_timestamp_nanos))
-                .collect()
-        } else {
-            rows.iter()
-                .map(|r| r.task().and_then(|t| since_of(state, t)))
-                .collect()
-        };
+        let of: Vec<(&str, Option<&TaskInfo>)> = rows.iter().map(|r| (r.id(), r.task())).collect();
+        let since = self.entered_at(queue, state, &of).await?;
         let cutoff = self.age_cutoff(query);
         for (row, since) in rows.into_iter().zip(since) {
             let old_enough = match (cutoff, row.task()) {
@@ -347,20 +336,38 @@ impl Inspector {
         let Some(cutoff) = self.age_cutoff(query) else {
             return Ok(vec![true; tasks.len()]);
         };
-        let since: Vec<Option<DateTime<Utc>>> = if state == TaskState::Pending {
-            let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-            self.broker
+        let of: Vec<(&str, Option<&TaskInfo>)> =
+            tasks.iter().map(|t| (t.id.as_str(), Some(*t))).collect();
+        let since = self.entered_at(queue, state, &of).await?;
+        Ok(since
+            .into_iter()
+            .map(|s| s.is_some_and(|s| s < cutoff))
+            .collect())
+    }
+
+    /// When each of `tasks` (id, and the task when readable) of `queue`'s
+    /// `state` entered it, as [`SearchQuery::older_than`] reads it: pending
+    /// tasks by `pending_since` (one pipelined read), others from the task
+    /// ([`since_of`]). Errors: [`Error::Redis`].
+    async fn entered_at(
+        &self,
+        queue: &str,
+        state: TaskState,
+        tasks: &[(&str, Option<&TaskInfo>)],
+    ) -> Result<Vec<Option<DateTime<Utc>>>> {
+        if state == TaskState::Pending {
+            let ids: Vec<&str> = tasks.iter().map(|(id, _)| *id).collect();
+            return Ok(self
+                .broker
                 .pending_since(queue, &ids)
                 .await?
                 .into_iter()
                 .map(|ns| ns.map(DateTime::from_timestamp_nanos))
-                .collect()
-        } else {
-            tasks.iter().map(|t| since_of(state, t)).collect()
-        };
-        Ok(since
-            .into_iter()
-            .map(|s| s.is_some_and(|s| s < cutoff))
+                .collect());
+        }
+        Ok(tasks
+            .iter()
+            .map(|(_, t)| t.and_then(|t| since_of(state, t)))
             .collect())
     }
 

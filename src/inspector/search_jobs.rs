@@ -160,18 +160,7 @@ impl Inspector {
                 break;
             }
         }
-        let exact = cursor.is_none();
-        let count = if exact || scanned == 0 {
-            count
-        } else {
-            ((count as f64) * (total as f64) / (scanned as f64)).round() as u64
-        };
-        Ok(JobPreview {
-            count,
-            exact,
-            scanned,
-            total,
-        })
+        Ok(JobPreview::counted(count, cursor.is_none(), scanned, total))
     }
 
     /// Starts `plan`'s jobs (one per tab) as `actor`, in tab order, and

@@ -103,18 +103,12 @@ impl Inspector {
                 break;
             }
         }
-        let exact = scanned >= total;
-        let count = if exact || scanned == 0 {
-            matching
-        } else {
-            ((matching as f64) * (total as f64) / (scanned as f64)).round() as u64
-        };
-        Ok(JobPreview {
-            count,
-            exact,
+        Ok(JobPreview::counted(
+            matching,
+            scanned >= total,
             scanned,
-            total: total.max(scanned),
-        })
+            total.max(scanned),
+        ))
     }
 
     /// Creates the job (phase `queued`) and returns it at once. With

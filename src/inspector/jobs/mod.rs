@@ -187,6 +187,25 @@ pub struct JobPreview {
     pub total: u64,
 }
 
+impl JobPreview {
+    /// The preview of `matching` tasks found in `scanned` of `total`:
+    /// that count when `exact` (the whole set was read) or nothing was
+    /// scanned, else extrapolated to `total` (rounded).
+    pub fn counted(matching: u64, exact: bool, scanned: u64, total: u64) -> JobPreview {
+        let count = if exact || scanned == 0 {
+            matching
+        } else {
+            ((matching as f64) * (total as f64) / (scanned as f64)).round() as u64
+        };
+        JobPreview {
+            count,
+            exact,
+            scanned,
+            total,
+        }
+    }
+}
+
 /// How jobs run: chunk size, throttle, lease and retention.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct JobConfig {
