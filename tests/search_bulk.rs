@@ -239,3 +239,41 @@ async fn too_wide_or_bad_searches_are_refused() {
     let r = http::get(&d.app, "/search/bulk/explode?q=boom").await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+/// Matches past the counted scan are never shown as "about 0": 5,100 retry
+/// tasks of which only the last 100 by due time match; the preview counts
+/// over the first 5,000 and says so; Confirm deletes exactly the 100.
+#[tokio::test]
+async fn matches_past_the_counted_scan_are_not_hidden() {
+    let db = support::redis();
+    let mut c = db.raw().await;
+    for i in 0..5_100 {
+        let err = if i >= 5_000 { "special outage" } else { "boom" };
+        let mut m = seed::msg("skew", &format!("t{i:04}"), "email:send", b"{}");
+        m.error_msg = err.into();
+        m.last_failed_at = now().timestamp() - 600;
+        seed::message(&mut c, &m, "retry", now().timestamp() + 60 + i).await;
+    }
+    let (d, insp) = dashboard(&db).await;
+    let confirm = http::get(
+        &d.app,
+        "/queues/skew/retry/matching/delete?search=error~special",
+    )
+    .await;
+    assert_eq!(confirm.status, StatusCode::OK);
+    assert!(
+        confirm.body.contains(
+            "No match in the first 5,000 of 5,100 retry tasks of queue skew matching search error~special; the rest was not counted: the job looks at every task."
+        ),
+        "{}",
+        confirm.body
+    );
+    assert!(
+        confirm
+            .body
+            .contains("Confirm: Delete the matches</button>")
+    );
+    let post = http::attr_values(&confirm.body, "hx-post").remove(0);
+    let job = finished(&insp, &started_id(&d.post(&post, "").await)).await;
+    assert_eq!((job.done, job.skipped), (100, 5_000));
+}

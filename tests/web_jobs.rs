@@ -195,7 +195,7 @@ async fn preview_shows_the_exact_count_and_confirm_starts_a_job() {
 
 /// "Matching" on 6,000 pending tasks, every other one of type `b`: the
 /// bounded scan counts 2,500 of its first 5,000, so the preview says
-/// "about 3,000"; the job looks at every task and deletes exactly the
+/// "at least 2,500"; the job looks at every task and deletes exactly the
 /// 3,000 that match (the others are skipped, counted not listed).
 #[tokio::test]
 async fn matching_preview_is_approximate_beyond_the_scan_and_the_job_exact() {
@@ -221,10 +221,10 @@ async fn matching_preview_is_approximate_beyond_the_scan_and_the_job_exact() {
     let confirm = http::get(&s.app, "/queues/q/pending/matching/delete?type=b").await;
     assert_eq!(confirm.status, StatusCode::OK);
     assert!(confirm.body.contains(
-        "<p class=\"preview-count\">This will delete about 3,000 pending tasks of queue q matching type = b (counted over the first 5,000 of 6,000).</p>"
+        "<p class=\"preview-count\">This will delete at least 2,500 pending tasks of queue q matching type = b: found in the first 5,000 of 6,000; the job looks at every task.</p>"
     ), "{}", confirm.body);
     assert!(confirm.body.contains(
-        "hx-post=\"/queues/q/pending/matching/delete?type=b\" hx-swap=\"none\">Confirm: Delete about 3,000 tasks</button>"
+        "hx-post=\"/queues/q/pending/matching/delete?type=b\" hx-swap=\"none\">Confirm: Delete at least 2,500 tasks</button>"
     ));
 
     let started = s.post("/queues/q/pending/matching/delete?type=b", "").await;

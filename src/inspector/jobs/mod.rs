@@ -176,8 +176,9 @@ impl JobStatus {
 /// What a job would touch, shown before the person confirms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct JobPreview {
-    /// Tasks the job would act on: exact when `exact`, else extrapolated
-    /// from the tasks scanned.
+    /// Tasks the job would act on: exact when `exact`, else the matches
+    /// found in the tasks scanned, a lower bound (an extrapolation said
+    /// "about 0" when the matches sat past the scan).
     pub count: u64,
     /// Whether `count` is exact (no filter, or the whole tab was scanned).
     pub exact: bool,
@@ -188,17 +189,11 @@ pub struct JobPreview {
 }
 
 impl JobPreview {
-    /// The preview of `matching` tasks found in `scanned` of `total`:
-    /// that count when `exact` (the whole set was read) or nothing was
-    /// scanned, else extrapolated to `total` (rounded).
+    /// The preview of `matching` tasks found in `scanned` of `total`, exact
+    /// when the whole set was read, else a lower bound.
     pub fn counted(matching: u64, exact: bool, scanned: u64, total: u64) -> JobPreview {
-        let count = if exact || scanned == 0 {
-            matching
-        } else {
-            ((matching as f64) * (total as f64) / (scanned as f64)).round() as u64
-        };
         JobPreview {
-            count,
+            count: matching,
             exact,
             scanned,
             total,

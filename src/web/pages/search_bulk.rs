@@ -127,19 +127,25 @@ async fn confirm_get(
             verb(plan.action),
             thousands(preview.count)
         )
+    } else if preview.count == 0 {
+        format!(
+            "No match in the first {} of {} tasks in scope; the rest was not counted: the jobs look at every task.",
+            thousands(preview.scanned),
+            thousands(preview.total)
+        )
     } else {
         format!(
-            "This will {} about {} {what} (counted over the first {} of {}).",
+            "This will {} at least {} {what}: found in the first {} of {}; the jobs look at every task.",
             verb(plan.action),
             thousands(preview.count),
             thousands(preview.scanned),
             thousands(preview.total)
         )
     };
-    let count = if preview.exact {
-        thousands(preview.count)
-    } else {
-        format!("about {}", thousands(preview.count))
+    let count = match (preview.exact, preview.count) {
+        (true, n) => format!("{} tasks", thousands(n)),
+        (false, 0) => "the matches".to_string(),
+        (false, n) => format!("at least {} tasks", thousands(n)),
     };
     ConfirmPage {
         layout: Layout::new(
@@ -174,7 +180,7 @@ async fn confirm_get(
             preview.count
         ),
         danger: matches!(plan.action, TaskAction::Delete | TaskAction::Cancel),
-        button: format!("{} {count} tasks", label(plan.action)),
+        button: format!("{} {count}", label(plan.action)),
         q: text,
     }
     .into_response()

@@ -140,9 +140,10 @@ fn spec_qs(spec: &JobSpec) -> String {
 }
 
 /// The preview's sentence: `This will delete 1,000,000 pending tasks of
-/// queue q.`, or `This will run about 1,200 retry tasks of queue q matching
-/// type = x (counted over the first 5,000 of 20,000).`; `Nothing to do: …`
-/// when exactly none.
+/// queue q.`, or `This will run at least 1,200 retry tasks of queue q
+/// matching type = x: found in the first 5,000 of 20,000; …` (a lower
+/// bound), `No match in the first …` when the scan found none yet;
+/// `Nothing to do: …` when exactly none.
 pub fn preview_text(spec: &JobSpec, p: &JobPreview) -> String {
     let target = target_text(spec);
     if p.exact && p.count == 0 {
@@ -155,8 +156,15 @@ pub fn preview_text(spec: &JobSpec, p: &JobPreview) -> String {
             thousands(p.count)
         );
     }
+    if p.count == 0 {
+        return format!(
+            "No match in the first {} of {} {target}; the rest was not counted: the job looks at every task.",
+            thousands(p.scanned),
+            thousands(p.total)
+        );
+    }
     format!(
-        "This will {} about {} {target} (counted over the first {} of {}).",
+        "This will {} at least {} {target}: found in the first {} of {}; the job looks at every task.",
         verb(spec.action),
         thousands(p.count),
         thousands(p.scanned),
@@ -228,10 +236,10 @@ async fn confirm_page(
             format!("{base}?{qs}")
         }
     };
-    let count = if preview.exact {
-        thousands(preview.count)
-    } else {
-        format!("about {}", thousands(preview.count))
+    let count = match (preview.exact, preview.count) {
+        (true, n) => format!("{} tasks", thousands(n)),
+        (false, 0) => "the matches".to_string(),
+        (false, n) => format!("at least {} tasks", thousands(n)),
     };
     ConfirmPage {
         layout: Layout::new(state, format!("{} · confirm", title_text(&spec)), "queues"),
@@ -253,7 +261,7 @@ async fn confirm_page(
             (preview.exact && spec.filter.is_none()).then_some(preview.count),
         ),
         danger: matches!(spec.action, Op::Delete | Op::Cancel),
-        button: format!("{} {count} tasks", spec.action.label()),
+        button: format!("{} {count}", spec.action.label()),
     }
     .into_response()
 }
@@ -408,11 +416,15 @@ mod tests {
         });
         assert_eq!(
             preview_text(&spec(f.clone()), &p(1_200, false, 5_000, 20_000)),
-            "This will delete about 1,200 pending tasks of queue q matching type = t (counted over the first 5,000 of 20,000)."
+            "This will delete at least 1,200 pending tasks of queue q matching type = t: found in the first 5,000 of 20,000; the job looks at every task."
         );
         assert_eq!(
-            preview_text(&spec(f), &p(0, true, 3, 3)),
+            preview_text(&spec(f.clone()), &p(0, true, 3, 3)),
             "Nothing to do: there are no pending tasks of queue q matching type = t."
+        );
+        assert_eq!(
+            preview_text(&spec(f), &p(0, false, 5_000, 30_000)),
+            "No match in the first 5,000 of 30,000 pending tasks of queue q matching type = t; the rest was not counted: the job looks at every task."
         );
         let mut s = spec(None);
         s.group = Some("g/1".into());
