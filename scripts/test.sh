@@ -71,7 +71,7 @@ ASYNQDECK_TEST_REDIS=cluster cargo test --test integration -- --test-threads=1 -
   inspector_queues:: inspector_tasks:: servers:: scale_reads:: jobs:: aggregator:: \
   scheduler:: scheduler_replicas:: scheduler_interop:: schedule_file:: \
   web_api:: web_pages:: web_queues:: web_run_now:: web_tasks:: web_jobs:: dashboard_stats:: dashboard_scale:: archive_export:: \
-  retry_pressure:: web_signatures:: search:: search_bulk:: long_errors:: attention:: alerts:: web_enqueue:: \
+  retry_pressure:: web_signatures:: search:: search_bulk:: long_errors:: attention:: alerts:: alerts_shared:: web_enqueue:: \
   zz_cluster_audit:: "${cluster_skips[@]}"
 echo "==> chaos suite (tests/chaos; RELIABILITY.md)"
 cargo test --test chaos

@@ -6,6 +6,7 @@ mod support;
 mod acl_topology;
 mod aggregator;
 mod alerts;
+mod alerts_shared;
 mod archive_export;
 mod archive_export_fat;
 mod archive_export_serve;

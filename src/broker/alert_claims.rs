@@ -148,6 +148,27 @@ impl Broker {
         out
     }
 
+    /// For each episode token, whether its "resolved" post was claimed
+    /// (`EXISTS asynqdeck:{alerts}:resolved:<token>`, [`CLAIM_CHUNK`] per
+    /// pipeline): a held firing claim of a resolved episode is an old one.
+    /// False where Redis did not answer.
+    pub async fn alert_episodes_resolved(&self, tokens: &[String]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(tokens.len());
+        let mut conn = self.conn();
+        for chunk in tokens.chunks(CLAIM_CHUNK) {
+            let mut pipe = redis::pipe();
+            for t in chunk {
+                pipe.cmd("EXISTS").arg(keys::alert_resolved_key(t));
+            }
+            let got: redis::RedisResult<Vec<i64>> = pipe.query_async(&mut conn).await;
+            match got {
+                Ok(v) if v.len() == chunk.len() => out.extend(v.into_iter().map(|n| n > 0)),
+                _ => out.extend(std::iter::repeat_n(false, chunk.len())),
+            }
+        }
+        out
+    }
+
     async fn claim(&self, key: &str, value: &str, ttl: Duration) -> Result<AlertClaim> {
         let mut conn = self.conn();
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);

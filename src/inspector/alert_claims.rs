@@ -24,6 +24,12 @@ impl Inspector {
             .await
     }
 
+    /// For each episode token, whether its resolution was claimed (the
+    /// episode is over). False where Redis did not answer.
+    pub async fn alert_episodes_resolved(&self, tokens: &[String]) -> Vec<bool> {
+        self.broker.alert_episodes_resolved(tokens).await
+    }
+
     /// Claims the "resolved" post of episode `token` for `ttl`. Errors:
     /// [`crate::Error::Redis`].
     pub async fn claim_alert_resolved(&self, token: &str, ttl: Duration) -> Result<AlertClaim> {

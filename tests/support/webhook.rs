@@ -88,3 +88,39 @@ impl Receiver {
         }
     }
 }
+
+/// A signal of `queue` named `signal`, with one number `n` = 1 and a link
+/// to the queue.
+pub fn sig(queue: &str, signal: &str) -> asynqdeck::web::alerts::Signal {
+    asynqdeck::web::alerts::Signal {
+        queue: queue.into(),
+        signal: signal.into(),
+        text: format!("{signal} on {queue}"),
+        numbers: vec![("n".into(), 1)],
+        path: format!("/queues/{queue}"),
+    }
+}
+
+/// (queue, signal, state) of each alert.
+pub fn summary(
+    alerts: &[asynqdeck::web::alerts::Alert],
+) -> Vec<(String, String, asynqdeck::web::alerts::AlertState)> {
+    alerts
+        .iter()
+        .map(|a| (a.queue.clone(), a.signal.clone(), a.state))
+        .collect()
+}
+
+/// A dashboard config posting to `receiver`: no poll interval, a 15 min
+/// cooldown, links to `http://dash.example`.
+pub fn config(receiver: &Receiver) -> asynqdeck::web::WebConfig {
+    asynqdeck::web::WebConfig {
+        poll_interval: Duration::ZERO,
+        alerts: asynqdeck::web::alerts::AlertConfig {
+            webhooks: vec![receiver.url.clone()],
+            cooldown: Duration::from_secs(900),
+            dashboard_url: "http://dash.example".into(),
+        },
+        ..asynqdeck::web::WebConfig::default()
+    }
+}

@@ -42,6 +42,29 @@ pub async fn claim_all(state: &AppState, alerts: &[Alert]) -> Vec<bool> {
     } else {
         state.inspector.claim_alerts(&asks, ttl).await
     };
+    // A firing claim held for an episode that is over (its resolution was
+    // claimed): this episode started within the cooldown of that one, and
+    // is posted once the claim lapses if it still holds.
+    let held: Vec<(usize, String)> = asks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match (r, answers.get(i)) {
+            (ClaimRequest::Firing { .. }, Some(Some(AlertClaim::Held(Some(t))))) => {
+                Some((i, t.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    if !held.is_empty() {
+        let tokens: Vec<String> = held.iter().map(|(_, t)| t.clone()).collect();
+        let over = state.inspector.alert_episodes_resolved(&tokens).await;
+        let retry_at = std::time::Instant::now() + ttl;
+        for ((i, _), over) in held.iter().zip(over) {
+            if let (true, ClaimRequest::Firing { queue, signal, .. }) = (over, &asks[*i]) {
+                state.alerts.defer(queue, signal, retry_at);
+            }
+        }
+    }
     alerts
         .iter()
         .zip(ask_of)

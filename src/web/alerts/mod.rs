@@ -224,6 +224,10 @@ struct Entry {
     /// A firing message was sent for the current episode.
     notified: bool,
     last_fired: Option<Instant>,
+    /// While firing: when to post the firing message (again): one cooldown
+    /// after the last one, whether it was posted, found posted by another
+    /// dashboard, or held back by the cooldown.
+    due: Option<Instant>,
     /// The token of the episode's firing claim in Redis (ours or the
     /// dashboard's that posted it).
     episode: Option<String>,
@@ -275,6 +279,25 @@ impl Alerter {
             .and_then(|e| e.episode.clone())
     }
 
+    /// Holds back `(queue, signal)`'s firing post until `at` (its claim is
+    /// held by an episode that is over): [`Alerter::transitions`] posts it
+    /// then if the signal still holds.
+    pub fn defer(&self, queue: &str, signal: &str, at: Instant) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = entries.get_mut(&(queue.to_string(), signal.to_string())) {
+            e.notified = false;
+            e.due = Some(at);
+        }
+    }
+
+    /// When `(queue, signal)`'s held-back firing post is due, if it is.
+    pub fn due(&self, queue: &str, signal: &str) -> Option<Instant> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(&(queue.to_string(), signal.to_string()))
+            .and_then(|e| e.due)
+    }
+
     /// Records the episode token of `(queue, signal)`'s firing claim.
     pub fn set_episode(&self, queue: &str, signal: &str, token: Option<String>) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
@@ -291,9 +314,10 @@ impl Alerter {
 
     /// The alerts due at `now` given the signals holding (`current`): a
     /// firing alert for a signal that starts holding (unless one was sent
-    /// for it within the cooldown), a resolved alert for one that stops
-    /// holding after its firing alert was sent; nothing for a signal that
-    /// keeps holding or keeps clear.
+    /// for it within the cooldown: then once the cooldown has passed, if it
+    /// still holds), a resolved alert for one that stops holding after its
+    /// firing alert was sent; nothing else for a signal that keeps holding
+    /// or keeps clear.
     pub fn transitions(&self, current: &[Signal], now: Instant) -> Vec<Alert> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
@@ -305,6 +329,7 @@ impl Alerter {
                 firing: false,
                 notified: false,
                 last_fired: None,
+                due: None,
                 episode: None,
                 numbers: Vec::new(),
                 text: String::new(),
@@ -313,16 +338,27 @@ impl Alerter {
             e.numbers = s.numbers.clone();
             e.text = s.text.clone();
             e.link = format!("{}{}", self.config.dashboard_url, s.path);
-            if e.firing {
-                continue;
-            }
-            e.firing = true;
-            let cooled = e
-                .last_fired
-                .is_none_or(|t| now.saturating_duration_since(t) >= self.config.cooldown);
-            e.notified = cooled;
-            if cooled {
+            let post = if e.firing {
+                // Still holding: posted only when held back (an episode
+                // that started within the cooldown of the last post, or
+                // whose claim was held by an episode that is over) and
+                // that time has come.
+                e.due.is_some_and(|d| now >= d)
+            } else {
+                e.firing = true;
+                let cooled = e
+                    .last_fired
+                    .is_none_or(|t| now.saturating_duration_since(t) >= self.config.cooldown);
+                if !cooled {
+                    e.notified = false;
+                    e.due = e.last_fired.map(|t| t + self.config.cooldown);
+                }
+                cooled
+            };
+            if post {
+                e.notified = true;
                 e.last_fired = Some(now);
+                e.due = None;
                 out.push(Alert {
                     queue: s.queue.clone(),
                     signal: s.signal.clone(),
@@ -339,6 +375,7 @@ impl Alerter {
                 continue;
             }
             e.firing = false;
+            e.due = None;
             if std::mem::take(&mut e.notified) {
                 out.push(Alert {
                     queue: queue.clone(),
