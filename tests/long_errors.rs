@@ -190,3 +190,45 @@ async fn a_filtered_job_over_big_tasks_reads_them_all() {
         assert_eq!(there, i % 2 == 1, "r{i}");
     }
 }
+
+/// A search step holds at most about 8 MiB of task data
+/// (`SEARCH_STEP_BYTES`): over 30 retry tasks of 600 KiB a step reads 14
+/// (each read one task, the 1 MiB read budget fitting one), and the
+/// cursor resumes without gaps or repeats: 14, 14, 2.
+#[tokio::test]
+async fn a_search_step_over_big_tasks_is_bounded_in_bytes() {
+    assert_eq!(asynqdeck::inspector::SEARCH_STEP_BYTES, 8 * 1024 * 1024);
+    let db = support::redis();
+    let mut c = db.raw().await;
+    let now = chrono::Utc::now().timestamp();
+    for i in 0..30 {
+        let m = seed::msg("fat", &format!("f{i:02}"), "t", &vec![b'z'; 600 * 1024]);
+        seed::message(&mut c, &m, "retry", now + 60 + i).await;
+    }
+    let d = Dashboard::new(
+        Inspector::connect(&db.url()).await.unwrap(),
+        WebConfig {
+            poll_interval: std::time::Duration::ZERO,
+            ..WebConfig::default()
+        },
+    );
+    let (mut ids, mut steps, mut cursor) = (Vec::new(), Vec::new(), None::<String>);
+    loop {
+        let uri = match &cursor {
+            None => "/api/search?queue=fat".to_string(),
+            Some(c) => format!("/api/search?queue=fat&cursor={c}"),
+        };
+        let v = http::get_json(&d.app, &uri).await;
+        steps.push(v["scanned_now"].as_u64().unwrap());
+        for t in v["tasks"].as_array().unwrap() {
+            ids.push(t["id"].as_str().unwrap().to_string());
+        }
+        match v["cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(steps, [14, 14, 2]);
+    let want: Vec<String> = (0..30).map(|i| format!("f{i:02}")).collect();
+    assert_eq!(ids, want);
+}

@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 
 use super::Broker;
-use super::tasks::{Container, ListedTask};
+use super::tasks::{Container, ListedTask, RangeRead};
 use crate::error::{Error, Result};
 use crate::task::TaskState;
 
@@ -39,27 +39,48 @@ impl Broker {
         count: u64,
         max_bytes: u64,
     ) -> Result<(Vec<ListedTask>, usize)> {
+        let r = self
+            .read_chunk(queue, state, group, from, count, max_bytes)
+            .await?;
+        Ok((r.rows, r.read))
+    }
+
+    /// [`Broker::export_chunk`], also telling whether the byte budget
+    /// stopped the read before `count` ids (then read on from `from` plus
+    /// the ids read). The queue is not checked: a missing one reads empty.
+    ///
+    /// Errors: as [`Broker::export_chunk`].
+    pub(crate) async fn read_chunk(
+        &self,
+        queue: &str,
+        state: TaskState,
+        group: Option<&str>,
+        from: u64,
+        count: u64,
+        max_bytes: u64,
+    ) -> Result<RangeRead> {
         let container = Container::of(state, group);
+        let empty = RangeRead {
+            rows: Vec::new(),
+            read: 0,
+            stopped: false,
+        };
         let (Ok(from), Ok(count)) = (i64::try_from(from), i64::try_from(count)) else {
-            return Ok((Vec::new(), 0));
+            return Ok(empty);
+        };
+        let Some(end) = from.checked_add(count) else {
+            return Ok(empty);
         };
         if count == 0 {
-            return Ok((Vec::new(), 0));
+            return Ok(empty);
         }
         if container.kind() == "list" {
             // Walked from the right end, so a byte budget stops nearest to
             // the position reached.
-            self.list_range(
-                queue,
-                container,
-                -(from + count),
-                -(from + 1),
-                max_bytes,
-                true,
-            )
-            .await
+            self.list_range_bounded(queue, container, -end, -(from + 1), max_bytes, true)
+                .await
         } else {
-            self.list_range(queue, container, from, from + count - 1, max_bytes, false)
+            self.list_range_bounded(queue, container, from, end - 1, max_bytes, false)
                 .await
         }
     }

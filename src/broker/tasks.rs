@@ -202,24 +202,8 @@ impl Broker {
     /// reads: the first task is always read, each next one only while the
     /// total stays within it (its size is asked before it is read), so the
     /// ids read may be fewer than the range holds; 0 of them means the
-    /// range was empty.
-    pub(super) async fn list_range(
-        &self,
-        queue: &str,
-        container: Container<'_>,
-        start: i64,
-        stop: i64,
-        max_bytes: u64,
-        from_right: bool,
-    ) -> Result<(Vec<ListedTask>, usize)> {
-        let r = self
-            .list_range_bounded(queue, container, start, stop, max_bytes, from_right)
-            .await?;
-        Ok((r.rows, r.read))
-    }
-
-    /// [`Broker::list_range`], also telling whether the byte budget stopped
-    /// the read before the range's end.
+    /// range was empty; [`RangeRead::stopped`] tells whether the budget
+    /// stopped the read before the range's end.
     pub(super) async fn list_range_bounded(
         &self,
         queue: &str,

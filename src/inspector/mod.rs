@@ -81,7 +81,9 @@ pub use samples::{
     QueueSample, RetryGrowth, retry_growth,
 };
 pub use scheduler_groups::ReplicaGroup;
-pub use search::{SEARCH_BUDGET, SEARCH_MAX_READS, SearchCursor, SearchHit, SearchPage};
+pub use search::{
+    SEARCH_BUDGET, SEARCH_MAX_READS, SEARCH_STEP_BYTES, SearchCursor, SearchHit, SearchPage,
+};
 pub use search_jobs::{SEARCH_JOB_TABS, SEARCH_PREVIEW_STEPS, SearchJobPlan};
 pub use search_query::{SEARCH_STATES, SearchQuery};
 pub use servers::{

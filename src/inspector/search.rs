@@ -21,15 +21,21 @@ use chrono::{DateTime, Utc};
 
 use super::search_query::{SEARCH_STATES, SearchQuery};
 use super::tab::state_count;
-use super::{Inspector, Page, QueueInfo, SCAN_PAGE, Snapshot, TaskRow};
+use super::{Inspector, QueueInfo, SCAN_PAGE, Snapshot, TaskRow};
+use crate::broker::PAGE_READ_BYTES;
 use crate::error::{Error, Result};
 use crate::task::{TaskInfo, TaskState};
 
 /// Most tasks one search call reads.
 pub const SEARCH_BUDGET: usize = 2_000;
-/// Most page reads (Redis calls) one search call makes, however small the
-/// containers.
+/// Most reads (listing script calls) one search call makes, however small
+/// the containers.
 pub const SEARCH_MAX_READS: usize = 200;
+/// Most task data (msg and result bytes) one search call reads: past it
+/// the step ends with a cursor, so a step over big tasks holds about this
+/// much (plus one read of at most [`PAGE_READ_BYTES`] or one task), not
+/// 2,000 tasks of several MB.
+pub const SEARCH_STEP_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Largest offset and scanned count a cursor may carry (2^40 tasks: far
 /// past any Redis container).
@@ -44,9 +50,10 @@ pub struct SearchCursor {
     pub queue: String,
     /// The state being scanned in that queue.
     pub state: TaskState,
-    /// Offset in the container: a multiple of `chunk`.
+    /// Offset in the container (tasks before it in tab order).
     pub offset: usize,
-    /// Tasks per page read, fixed for the whole scan (1..=[`SCAN_PAGE`]).
+    /// Most tasks per read, fixed for the whole scan (1..=[`SCAN_PAGE`]);
+    /// a read of big tasks takes fewer.
     pub chunk: usize,
     /// Tasks read by the calls before this one.
     pub scanned: usize,
@@ -84,7 +91,6 @@ impl SearchCursor {
         if !SEARCH_STATES.contains(&state)
             || chunk == 0
             || chunk > SCAN_PAGE
-            || !offset.is_multiple_of(chunk)
             // No container holds more; bounds keep the page arithmetic
             // from overflowing on a crafted cursor.
             || offset > MAX_CURSOR_COUNT
@@ -197,7 +203,7 @@ impl Inspector {
             cursor: None,
             errors: Vec::new(),
         };
-        let mut reads = 0;
+        let (mut reads, mut bytes) = (0, 0u64);
         for queue in &queues[first_queue..] {
             // Resume inside the cursor's queue; any later queue starts over.
             let resume = cursor.filter(|c| &c.queue == queue);
@@ -218,7 +224,10 @@ impl Inspector {
                     // The next read's size: a page, or what the statistics
                     // say is left of the container.
                     let next = count.map_or(chunk, |t| t.saturating_sub(offset).clamp(1, chunk));
-                    if reads > 0 && (out.scanned_now + next > budget || reads == SEARCH_MAX_READS) {
+                    let full = out.scanned_now + next > budget
+                        || reads == SEARCH_MAX_READS
+                        || bytes >= SEARCH_STEP_BYTES;
+                    if reads > 0 && full {
                         out.cursor = Some(SearchCursor {
                             queue: queue.clone(),
                             state,
@@ -229,9 +238,18 @@ impl Inspector {
                         out.total = out.total.max(out.scanned);
                         return Ok(out);
                     }
-                    let page = Page::new(offset / chunk + 1, chunk)?;
-                    let rows = match self.list_tasks(queue, state, page).await {
-                        Ok(rows) => rows,
+                    let budget_left = SEARCH_STEP_BYTES.saturating_sub(bytes);
+                    let read = self
+                        .read_tasks_from(
+                            queue,
+                            state,
+                            offset,
+                            next,
+                            PAGE_READ_BYTES.min(budget_left).max(1),
+                        )
+                        .await;
+                    let (rows, ids, stopped) = match read {
+                        Ok(r) => r,
                         // Deleted since, or never there: nothing to find.
                         Err(Error::QueueNotFound { .. }) => break 'states,
                         // Data Redis cannot read as a container: skipped, said.
@@ -243,16 +261,18 @@ impl Inspector {
                         Err(e) => return Err(e),
                     };
                     reads += 1;
-                    offset += chunk;
+                    offset += ids;
+                    bytes += rows.iter().map(row_bytes).sum::<u64>();
                     let n = rows.len();
                     out.scanned_now += n;
                     out.scanned += n;
                     self.collect_hits(query, queue, state, rows, &mut out.hits)
                         .await?;
-                    // The end: an empty page, or the container's size in the
-                    // statistics reached (ids whose hash is gone make a page
-                    // short); without statistics, a short page.
-                    if n == 0 || count.map_or(n < chunk, |t| offset >= t) {
+                    // The end: nothing read, the container's size in the
+                    // statistics reached, or (without statistics) a read
+                    // the byte budget did not cut short that came back
+                    // short.
+                    if ids == 0 || count.map_or(!stopped && ids < next, |t| offset >= t) {
                         break;
                     }
                 }
@@ -384,6 +404,14 @@ impl Inspector {
     }
 }
 
+/// The task data of a row as the byte budget counts it: payload, result
+/// and LastErr bytes (0 for a corrupt row).
+fn row_bytes(r: &TaskRow) -> u64 {
+    r.task().map_or(0, |t| {
+        (t.payload.len() + t.result.as_ref().map_or(0, Vec::len) + t.last_err.len()) as u64
+    })
+}
+
 /// An error of the data (a key of the wrong type, a corrupt value), not of
 /// the connection to Redis.
 fn unreadable(e: &Error) -> bool {
@@ -424,7 +452,7 @@ mod tests {
             scanned: 4_321,
         };
         assert_eq!(SearchCursor::decode(&c.encode()).unwrap(), c);
-        for s in ["", "zz", &hex::encode("1\nretry\n7\n5\n0\nq")] {
+        for s in ["", "zz", &hex::encode("1\nretry\n7\n0\n0\nq")] {
             assert!(SearchCursor::decode(s).is_err(), "{s}");
         }
         let agg = hex::encode("1\naggregating\n0\n5\n0\nq");
