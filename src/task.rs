@@ -361,4 +361,12 @@ impl TaskRow {
             TaskRow::Corrupt { .. } => None,
         }
     }
+
+    /// The task data the row holds, as the readers' byte budgets count it:
+    /// payload, result and LastErr bytes (0 for a corrupt row).
+    pub fn data_bytes(&self) -> u64 {
+        self.task().map_or(0, |t| {
+            (t.payload.len() + t.result.as_ref().map_or(0, Vec::len) + t.last_err.len()) as u64
+        })
+    }
 }

@@ -232,3 +232,35 @@ async fn a_search_step_over_big_tasks_is_bounded_in_bytes() {
     let want: Vec<String> = (0..30).map(|i| format!("f{i:02}")).collect();
     assert_eq!(ids, want);
 }
+
+/// A tab's bounded scan (summary, filters, signatures) holds at most about
+/// 32 MiB of task data (`SCAN_BYTES`): over 40 retry tasks of 1 MiB the
+/// summary counts the first 32 of 40, not all 40 in memory.
+#[tokio::test]
+async fn a_tab_scan_over_big_tasks_is_bounded_in_bytes() {
+    use asynqdeck::TaskState;
+    use asynqdeck::inspector::{Page, SCAN_BYTES, TabFilter, TabRequest};
+    assert_eq!(SCAN_BYTES, 32 * 1024 * 1024);
+    let db = support::redis();
+    let mut c = db.raw().await;
+    let now = chrono::Utc::now().timestamp();
+    for i in 0..40 {
+        let m = seed::msg("huge", &format!("h{i:02}"), "t", &vec![b'y'; 1024 * 1024]);
+        seed::message(&mut c, &m, "retry", now + 60 + i).await;
+    }
+    let insp = Inspector::connect(&db.url()).await.unwrap();
+    let filter = TabFilter::default();
+    let summary = insp
+        .tab_summary(&TabRequest {
+            queue: "huge",
+            state: TaskState::Retry,
+            group: None,
+            stats: None,
+            page: Page::new(1, 20).unwrap(),
+            filter: &filter,
+        })
+        .await
+        .unwrap();
+    assert_eq!((summary.scanned, summary.total), (32, 32));
+    assert_eq!(summary.types, vec![("t".to_string(), 32)]);
+}

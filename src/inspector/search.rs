@@ -243,6 +243,7 @@ impl Inspector {
                         .read_tasks_from(
                             queue,
                             state,
+                            None,
                             offset,
                             next,
                             PAGE_READ_BYTES.min(budget_left).max(1),
@@ -262,7 +263,7 @@ impl Inspector {
                     };
                     reads += 1;
                     offset += ids;
-                    bytes += rows.iter().map(row_bytes).sum::<u64>();
+                    bytes += rows.iter().map(TaskRow::data_bytes).sum::<u64>();
                     let n = rows.len();
                     out.scanned_now += n;
                     out.scanned += n;
@@ -402,14 +403,6 @@ impl Inspector {
                 .unwrap_or(DateTime::<chrono::Utc>::MIN_UTC)
         })
     }
-}
-
-/// The task data of a row as the byte budget counts it: payload, result
-/// and LastErr bytes (0 for a corrupt row).
-fn row_bytes(r: &TaskRow) -> u64 {
-    r.task().map_or(0, |t| {
-        (t.payload.len() + t.result.as_ref().map_or(0, Vec::len) + t.last_err.len()) as u64
-    })
 }
 
 /// An error of the data (a key of the wrong type, a corrupt value), not of

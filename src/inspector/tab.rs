@@ -27,6 +27,10 @@ use crate::task::{TaskInfo, TaskState};
 pub const SCAN_LIMIT: usize = 5_000;
 /// Tasks read per call while scanning.
 pub const SCAN_PAGE: usize = 500;
+/// Most task data (payload, result and LastErr bytes) a tab's bounded scan
+/// holds: past it the scan stops early, so a tab of tasks of several MB
+/// is summarised from its first few tasks, not 5,000 of them in memory.
+pub const SCAN_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Filters of a tab; an empty field filters nothing.
 #[derive(Clone, Debug, Default)]
@@ -441,9 +445,13 @@ impl Inspector {
         }
     }
 
-    /// Reads up to [`SCAN_LIMIT`] tasks of the tab in pages of
-    /// [`SCAN_PAGE`]. `total` (from the statistics) stops the scan early
-    /// when known.
+    /// Reads up to [`SCAN_LIMIT`] tasks of the tab, [`SCAN_PAGE`] per call
+    /// at most and [`PAGE_READ_BYTES`](crate::broker::PAGE_READ_BYTES) of
+    /// task data per call, stopping once it holds [`SCAN_BYTES`]. `total`
+    /// (from the statistics) stops the scan early when known.
+    ///
+    /// Errors: [`Error::QueueNotFound`], [`Error::InvalidArgument`] for
+    /// aggregating without a group, [`Error::Redis`].
     async fn scan_tab(
         &self,
         queue: &str,
@@ -451,19 +459,33 @@ impl Inspector {
         group: Option<&str>,
         total: Option<usize>,
     ) -> Result<Scan> {
-        let mut rows = Vec::new();
-        for number in 1..=SCAN_LIMIT / SCAN_PAGE {
-            let page = Page::new(number, SCAN_PAGE)?;
-            let batch = match group {
-                Some(g) => self.list_aggregating_tasks(queue, g, page).await?,
-                None => self.list_tasks(queue, state, page).await?,
-            };
-            let n = batch.len();
+        self.broker.check_queue_name(queue)?;
+        if !self.broker.queue_exists(queue).await? {
+            return Err(Error::QueueNotFound {
+                queue: queue.to_string(),
+            });
+        }
+        let mut rows: Vec<TaskRow> = Vec::new();
+        let (mut offset, mut bytes) = (0usize, 0u64);
+        while offset < SCAN_LIMIT && bytes < SCAN_BYTES {
+            let want = (SCAN_LIMIT - offset).min(SCAN_PAGE);
+            let (batch, ids, stopped) = self
+                .read_tasks_from(
+                    queue,
+                    state,
+                    group,
+                    offset,
+                    want,
+                    crate::broker::PAGE_READ_BYTES,
+                )
+                .await?;
+            offset += ids;
+            bytes += batch.iter().map(TaskRow::data_bytes).sum::<u64>();
             rows.extend(batch);
-            // A short page is the end, unless the statistics (a poll interval
-            // old at most) say more tasks follow; an empty page always is.
-            let done = n < SCAN_PAGE && total.is_none_or(|t| number * SCAN_PAGE >= t);
-            if n == 0 || done {
+            // A read the byte budget did not stop that came back short is
+            // the end; so is the size the statistics (a poll interval old
+            // at most) give.
+            if ids == 0 || (!stopped && ids < want) || total.is_some_and(|t| offset >= t) {
                 break;
             }
         }

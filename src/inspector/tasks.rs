@@ -118,25 +118,28 @@ impl Inspector {
             .await
     }
 
-    /// Up to `count` tasks of `queue`'s `state` from position `offset` (in
+    /// Up to `count` tasks of `queue`'s `state` (of `group`, aggregating)
+    /// from position `offset` (in
     /// tab order), one Redis call reading at most `max_bytes` of task data
     /// (at least one task), as rows; the ids read (rows plus ids whose hash
     /// is gone); and whether the byte budget stopped the read before
     /// `count` (read on from `offset` plus the ids read). A missing queue
     /// reads empty.
     ///
-    /// Errors: [`Error::InvalidArgument`] for aggregating, [`Error::Redis`].
+    /// Errors: [`Error::InvalidArgument`] for aggregating without a group,
+    /// [`Error::Redis`].
     pub(crate) async fn read_tasks_from(
         &self,
         queue: &str,
         state: TaskState,
+        group: Option<&str>,
         offset: usize,
         count: usize,
         max_bytes: u64,
     ) -> Result<(Vec<TaskRow>, usize, bool)> {
         let r = self
             .broker
-            .read_chunk(queue, state, None, offset as u64, count as u64, max_bytes)
+            .read_chunk(queue, state, group, offset as u64, count as u64, max_bytes)
             .await?;
         let now = self.broker.now();
         let rows = r

@@ -7,8 +7,9 @@ use super::runner::CREATED;
 use super::store;
 use super::{JobPreview, JobSpec, JobStatus, run};
 use crate::Inspector;
+use crate::broker::PAGE_READ_BYTES;
 use crate::error::{Error, Result};
-use crate::inspector::{Page, SCAN_LIMIT, SCAN_PAGE};
+use crate::inspector::{SCAN_BYTES, SCAN_LIMIT, SCAN_PAGE, TaskRow};
 use crate::task::{TaskInfo, TaskState};
 
 /// Checks that `spec` names an action its state allows, a group for the
@@ -77,13 +78,23 @@ impl Inspector {
                 total,
             });
         }
-        let (mut scanned, mut matching) = (0u64, 0u64);
-        for number in 1..=SCAN_LIMIT / SCAN_PAGE {
-            let page = Page::new(number, SCAN_PAGE)?;
-            let rows = match group {
-                Some(g) => self.list_aggregating_tasks(&spec.queue, g, page).await?,
-                None => self.list_tasks(&spec.queue, spec.state, page).await?,
-            };
+        // Read as the tab's scans: at most SCAN_LIMIT tasks, SCAN_PAGE and
+        // 1 MiB per call, and SCAN_BYTES in all (one read held at a time).
+        let (mut scanned, mut matching, mut offset, mut bytes) = (0u64, 0u64, 0usize, 0u64);
+        while offset < SCAN_LIMIT && bytes < SCAN_BYTES {
+            let want = (SCAN_LIMIT - offset).min(SCAN_PAGE);
+            let (rows, ids, stopped) = self
+                .read_tasks_from(
+                    &spec.queue,
+                    spec.state,
+                    group,
+                    offset,
+                    want,
+                    PAGE_READ_BYTES,
+                )
+                .await?;
+            offset += ids;
+            bytes += rows.iter().map(TaskRow::data_bytes).sum::<u64>();
             scanned += rows.len() as u64;
             let kept: Vec<&TaskInfo> = rows
                 .iter()
@@ -99,7 +110,7 @@ impl Inspector {
                     .count() as u64,
                 _ => kept.len() as u64,
             };
-            if rows.len() < SCAN_PAGE {
+            if ids == 0 || (!stopped && ids < want) {
                 break;
             }
         }
