@@ -14,4 +14,4 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 echo "==> building (release)"
 cargo build --release --quiet --bin asynqdeck
-exec ./target/release/asynqdeck demo "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/asynqdeck" demo "$@"

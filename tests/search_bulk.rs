@@ -156,8 +156,8 @@ async fn a_search_across_queues_archives_exactly_its_matches() {
         (
             "archive",
             "",
-            "search error~timeout retried>1",
-            Some(3),
+            "search error~timeout retried>1; 5 jobs",
+            None,
             "ok"
         )
     );
@@ -204,6 +204,28 @@ async fn a_one_tab_search_with_age_deletes_only_the_old_tasks() {
     assert_eq!((job.done, job.skipped), (1, 1));
     assert!(insp.get_task_info("p", "old").await.is_err());
     assert_eq!(state_of(&insp, "p", "new").await, TaskState::Pending);
+    let audit = insp
+        .audit_log(&AuditFilter::default(), None, 10)
+        .await
+        .unwrap();
+    let e = &audit.entries[0];
+    assert_eq!(
+        (e.verb.as_str(), e.queue.as_str(), e.scope.as_str()),
+        ("delete", "p", "pending/matching search age>3600s")
+    );
+    // A tab names its queue and state: a search= naming others is refused.
+    let r = http::get(
+        &d.app,
+        "/queues/p/pending/matching/delete?search=queue%3Aother",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body
+            .contains("search= takes filters only: the tab names the queue and the state"),
+        "{}",
+        r.body
+    );
 }
 
 /// A search over more than 50 non-empty tabs is refused (400, nothing

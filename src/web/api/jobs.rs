@@ -4,7 +4,8 @@
 //! `GET /api/jobs/{id}` reads one; `POST /api/jobs/{id}:cancel` cancels
 //! it; `GET /api/jobs:preview?queue=&state=&action=&group=&task_type=&payload=&err=&id=&search=`
 //! counts what a job would touch. Mutations pass the same guard as every
-//! `/api` POST (CSRF, read-only 403). A filter is
+//! `/api` POST (same origin checked, no CSRF token as asynqmon's UI sends
+//! none; read-only 403). A filter is
 //! `{"task_type","payload","err","id","search"}`: `search` takes the
 //! search box's filters (`error~timeout age>1h`; its `queue:` and
 //! `state:` are dropped), empty for none; a bad one is 400.

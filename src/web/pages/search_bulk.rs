@@ -21,11 +21,11 @@ use axum::routing::get;
 use super::jobs::{thousands, verb};
 use super::{Layout, is_htmx};
 use crate::inspector::{SearchJobPlan, SearchQuery, Snapshot, TaskAction};
+use crate::web::AppState;
 use crate::web::audit::AuditTarget;
 use crate::web::error::{PageError, action_error};
 use crate::web::search::SearchParams;
 use crate::web::urls::{encode, segment};
-use crate::web::{AppState, AuditCount};
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/search/bulk/{op}", get(confirm_get).post(start_post))
@@ -56,6 +56,8 @@ struct ConfirmPage {
     nothing: bool,
     post_url: String,
     danger: bool,
+    /// Archive: the archive's cap is said.
+    archive: bool,
     button: String,
 }
 
@@ -180,6 +182,7 @@ async fn confirm_get(
             preview.count
         ),
         danger: matches!(plan.action, TaskAction::Delete | TaskAction::Cancel),
+        archive: plan.action == TaskAction::Archive,
         button: format!("{} {count}", label(plan.action)),
         q: text,
     }
@@ -192,17 +195,15 @@ async fn start_post(
     Query(pairs): Query<Vec<(String, String)>>,
     headers: HeaderMap,
 ) -> Response {
-    let confirmed = pairs
-        .iter()
-        .find(|(k, _)| k == "confirmed")
-        .and_then(|(_, v)| v.parse::<u64>().ok());
     let (query, plan, _) = match plan_of(&state, &op, pairs).await {
         Ok(x) => x,
         Err(e) => return (e.status, e.message).into_response(),
     };
     let actor = state.config.basic_auth.as_ref().map(|(u, _)| u.as_str());
+    let mut started = 0;
     let mut response = match state.inspector.start_search_jobs(&plan, actor).await {
         Ok(jobs) => {
+            started = jobs.len();
             let root = state.config.root_path.trim_end_matches('/');
             let url = format!("{root}/jobs");
             let value =
@@ -225,12 +226,11 @@ async fn start_post(
         [one] => one.clone(),
         _ => String::new(),
     };
+    // The count is the jobs' to report (the preview was a lower bound):
+    // the entry names the search and the jobs started.
     response.extensions_mut().insert(AuditTarget {
         queue,
-        scope: format!("search {}", query.to_text()),
+        scope: format!("search {}; {started} jobs", query.to_text()),
     });
-    if let Some(n) = confirmed {
-        response.extensions_mut().insert(AuditCount(n));
-    }
     response
 }

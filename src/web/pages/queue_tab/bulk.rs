@@ -98,7 +98,12 @@ fn spec_of(
     }
     if let Some(text) = query.search.as_deref().filter(|s| !s.trim().is_empty()) {
         let search = SearchQuery::parse(text).map_err(|e| bad(e.to_string()))?;
-        view.filter.search = Some(search.filters_only()).filter(|q| !q.is_unfiltered());
+        if !search.queues.is_empty() || !search.states.is_empty() {
+            return Err(bad(
+                "search= takes filters only: the tab names the queue and the state".into(),
+            ));
+        }
+        view.filter.search = Some(search).filter(|q| !q.is_unfiltered());
     }
     let f = &view.filter;
     let filtered = !(f.task_type.is_empty()
@@ -176,7 +181,9 @@ pub fn preview_text(spec: &JobSpec, p: &JobPreview) -> String {
 fn consequence(op: Op) -> &'static str {
     match op {
         Op::Run => "Each task moves to pending, where workers pick it up.",
-        Op::Archive => "Each task moves to the archived tab, from where it can be run again.",
+        Op::Archive => {
+            "Each task moves to the archived tab, from where it can be run again. asynq keeps at most 10,000 archived tasks per queue (and 90 days): past that each one archived evicts the oldest."
+        }
         Op::Delete => "Deleted tasks are gone for good.",
         Op::Cancel => "The servers running them are asked to cancel them.",
     }
@@ -379,7 +386,20 @@ pub(super) async fn matching_post(
     body: Result<Form<MatchingForm>, axum::extract::rejection::FormRejection>,
 ) -> Response {
     let err = body.map(|Form(b)| b).unwrap_or_default().err;
-    start(&state, &headers, path, Scope::Matching, &query, err, None).await
+    let search = query
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("{}/matching search {s}", path.1));
+    let queue = path.0.clone();
+    let mut response = start(&state, &headers, path, Scope::Matching, &query, err, None).await;
+    if let Some(scope) = search {
+        response
+            .extensions_mut()
+            .insert(crate::web::audit::AuditTarget { queue, scope });
+    }
+    response
 }
 
 #[cfg(test)]
