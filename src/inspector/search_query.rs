@@ -70,7 +70,7 @@ impl SearchQuery {
         for word in words(text)? {
             match split_filter(&word.text).filter(|_| !word.quoted) {
                 Some((key, op, value)) => q.apply(key, op, value, &word.text)?,
-                None => free.push(word.text),
+                None => free.push(unmask(&word.text)),
             }
         }
         if !free.is_empty() {
@@ -201,7 +201,7 @@ impl SearchQuery {
                     if name.is_empty() {
                         return Err(bad(word, "empty queue name"));
                     }
-                    self.queues.push(name.to_string());
+                    self.queues.push(unmask(name));
                 }
                 self.queues.sort();
                 self.queues.dedup();
@@ -232,15 +232,15 @@ impl SearchQuery {
                 if value == "*" {
                     return Err(bad(word, "a type prefix needs at least one character"));
                 }
-                self.task_type = Some(value.to_string());
+                self.task_type = Some(unmask(value));
             }
             "error" => {
                 once(self.error.is_some())?;
-                self.error = Some(value.to_string());
+                self.error = Some(unmask(value));
             }
             "payload" => {
                 once(self.payload.is_some())?;
-                self.payload = Some(value.to_string());
+                self.payload = Some(unmask(value));
             }
             "age" => {
                 once(self.older_than.is_some())?;
@@ -269,11 +269,21 @@ fn bad(word: &str, why: &str) -> Error {
 }
 
 fn quote(s: &str) -> String {
-    if s.contains([' ', '"']) || s.is_empty() {
-        format!("\"{}\"", s.replace('"', ""))
+    if s.contains([' ', '"', ',', '\\']) || s.is_empty() {
+        format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
     } else {
         s.to_string()
     }
+}
+
+/// Stands for a comma inside double quotes while a word is split into a
+/// list (`queue:"a,b",c` names the queues `a,b` and `c`); put back by
+/// [`unmask`].
+const QUOTED_COMMA: char = '\u{1F}';
+
+/// `s` with its quoted commas put back.
+fn unmask(s: &str) -> String {
+    s.replace(QUOTED_COMMA, ",")
 }
 
 /// One word of the text, and whether it was quoted as a whole.
@@ -289,8 +299,14 @@ fn words(text: &str) -> Result<Vec<Word>> {
     let mut in_quote = false;
     let mut started = false;
     let mut quoted_whole = false;
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
+            // Inside quotes, \" is a quote and \\ a backslash.
+            '\\' if in_quote && matches!(chars.peek(), Some('"' | '\\')) => {
+                cur.extend(chars.next());
+            }
+            ',' if in_quote => cur.push(QUOTED_COMMA),
             '"' => {
                 if !started {
                     quoted_whole = true;
@@ -385,6 +401,25 @@ mod tests {
         assert_eq!(q.retried_over, Some(3));
         assert!(q.type_matches("email:send") && !q.type_matches("sms:send"));
         assert_eq!(SearchQuery::parse(&q.to_text()).unwrap(), q);
+    }
+
+    /// Inside quotes a comma is part of the name (not a list separator),
+    /// `\"` a quote and `\\` a backslash; the text round-trips.
+    #[test]
+    fn quoted_commas_quotes_and_backslashes() {
+        let q = SearchQuery::parse(r#"queue:"we ird,q",x queue:"ird\"x" error~"a,b" "free, text""#);
+        assert!(q.is_err(), "error~ and free text together");
+        let q = SearchQuery::parse(r#"queue:"we ird,q",x queue:"ird\"x" queue:"b\\s" error~"a,b""#)
+            .unwrap();
+        assert_eq!(q.queues, ["b\\s", "ird\"x", "we ird,q", "x"]);
+        assert_eq!(q.error.as_deref(), Some("a,b"));
+        assert_eq!(
+            q.to_text(),
+            r#"queue:"b\\s" queue:"ird\"x" queue:"we ird,q" queue:x error~"a,b""#
+        );
+        assert_eq!(SearchQuery::parse(&q.to_text()).unwrap(), q);
+        let free = SearchQuery::parse(r#""refused, again""#).unwrap();
+        assert_eq!(free.error.as_deref(), Some("refused, again"));
     }
 
     #[test]
