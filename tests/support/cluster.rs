@@ -51,6 +51,55 @@ fn redis_server(port: u16, dir: &PathBuf, extra: &[&str]) -> Child {
     spawn(cmd)
 }
 
+/// A port whose cluster bus port (+10,000) is free too and below 65,536.
+fn cluster_port() -> u16 {
+    loop {
+        let p = free_port();
+        if p <= 55_535 && std::net::TcpListener::bind(("127.0.0.1", p + 10_000)).is_ok() {
+            return p;
+        }
+    }
+}
+
+/// One cluster-enabled node listening on a free port (and its bus port),
+/// started again on other ports when it exits before listening (another
+/// process took a port between the pick and the bind; on a busy machine
+/// the bus port, 10,000 above, can be an ephemeral port in use).
+fn cluster_node(dir: &std::path::Path) -> (u16, Child) {
+    for _ in 0..10 {
+        let p = cluster_port();
+        let node_dir = dir.join(p.to_string());
+        std::fs::create_dir_all(&node_dir).unwrap();
+        let mut child = redis_server(
+            p,
+            &node_dir,
+            &[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "5000",
+            ],
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", p)).is_ok() {
+                return (p, child);
+            }
+            if child.try_wait().ok().flatten().is_some() {
+                break; // exited: try other ports
+            }
+            assert!(
+                Instant::now() < deadline,
+                "cluster redis-server did not listen on port {p}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("no cluster redis-server could start in 10 tries");
+}
+
 fn cli(port: u16, args: &[&str]) -> String {
     cli_as(port, None, args)
 }
@@ -76,26 +125,12 @@ impl LocalCluster {
     pub fn start(masters: usize) -> LocalCluster {
         assert!(masters >= 3, "redis-cli --cluster create needs 3 masters");
         let dir = temp_dir("cluster");
-        let ports: Vec<u16> = (0..masters).map(|_| free_port()).collect();
+        let mut ports = Vec::new();
         let mut children = Vec::new();
-        for &p in &ports {
-            let node_dir = dir.join(p.to_string());
-            std::fs::create_dir_all(&node_dir).unwrap();
-            children.push(redis_server(
-                p,
-                &node_dir,
-                &[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "5000",
-                ],
-            ));
-        }
-        for &p in &ports {
-            wait_for_port(p, Duration::from_secs(60), "cluster redis-server");
+        for _ in 0..masters {
+            let (p, child) = cluster_node(&dir);
+            ports.push(p);
+            children.push(child);
         }
         let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let status = Command::new("redis-cli")
