@@ -72,6 +72,7 @@ ASYNQDECK_TEST_REDIS=cluster cargo test --test integration -- --test-threads=1 -
   scheduler:: scheduler_replicas:: scheduler_interop:: schedule_file:: \
   web_api:: web_pages:: web_queues:: web_run_now:: web_tasks:: web_jobs:: dashboard_stats:: dashboard_scale:: archive_export:: \
   retry_pressure:: web_signatures:: search:: search_bulk:: long_errors:: attention:: alerts:: alerts_shared:: web_enqueue:: \
+  archive_export_fat:: task_key_wrong_type:: \
   zz_cluster_audit:: "${cluster_skips[@]}"
 echo "==> chaos suite (tests/chaos; RELIABILITY.md)"
 cargo test --test chaos
