@@ -95,6 +95,18 @@ impl SearchQuery {
         if value.is_empty() {
             return Ok(());
         }
+        // A parameter's comma list may have spaces around its items.
+        let listed;
+        let value = if key == "queue" {
+            listed = value
+                .split(',')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(",");
+            listed.as_str()
+        } else {
+            value
+        };
         let op = match key {
             "queue" | "state" | "type" => ':',
             "error" | "payload" => '~',
@@ -197,7 +209,9 @@ impl SearchQuery {
         };
         match key {
             "queue" => {
-                for name in value.split(',').map(str::trim) {
+                // Unquoted whitespace ends a word, so whitespace here was
+                // quoted: part of the name, kept (`queue:" q"` is " q").
+                for name in value.split(',') {
                     if name.is_empty() {
                         return Err(bad(word, "empty queue name"));
                     }
@@ -269,7 +283,10 @@ fn bad(word: &str, why: &str) -> Error {
 }
 
 fn quote(s: &str) -> String {
-    if s.contains([' ', '"', ',', '\\']) || s.is_empty() {
+    if s.chars()
+        .any(|c| c.is_whitespace() || matches!(c, '"' | ',' | '\\'))
+        || s.is_empty()
+    {
         format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
     } else {
         s.to_string()
@@ -420,6 +437,14 @@ mod tests {
         assert_eq!(SearchQuery::parse(&q.to_text()).unwrap(), q);
         let free = SearchQuery::parse(r#""refused, again""#).unwrap();
         assert_eq!(free.error.as_deref(), Some("refused, again"));
+        // Quoted whitespace is part of the name, any whitespace is quoted
+        // back, and parameters trim their list items.
+        let q = SearchQuery::parse("queue:\" q\" queue:\"a\tb\" queue:\"x\u{a0}y\"").unwrap();
+        assert_eq!(q.queues, [" q", "a\tb", "x\u{a0}y"]);
+        assert_eq!(SearchQuery::parse(&q.to_text()).unwrap(), q);
+        let mut p = SearchQuery::default();
+        p.add_param("queue", " a , b ").unwrap();
+        assert_eq!(p.queues, ["a", "b"]);
     }
 
     #[test]
