@@ -148,22 +148,30 @@ impl Broker {
         out
     }
 
-    /// For each episode token, whether its "resolved" post was claimed
-    /// (`EXISTS asynqdeck:{alerts}:resolved:<token>`, [`CLAIM_CHUNK`] per
-    /// pipeline): a held firing claim of a resolved episode is an old one.
-    /// False where Redis did not answer.
-    pub async fn alert_episodes_resolved(&self, tokens: &[String]) -> Vec<bool> {
-        let mut out = Vec::with_capacity(tokens.len());
+    /// For each held firing claim (queue, signal, the holder's episode
+    /// token): when its episode is over (its "resolved" post was claimed:
+    /// `EXISTS asynqdeck:{alerts}:resolved:<token>`), how long the claim
+    /// still lives (`PTTL` of the firing key, 0 when gone); `None` for an
+    /// episode still on, and where Redis did not answer. [`CLAIM_CHUNK`]
+    /// items per pipeline.
+    pub async fn alert_held_claims(
+        &self,
+        held: &[(String, String, String)],
+    ) -> Vec<Option<Duration>> {
+        let mut out = Vec::with_capacity(held.len());
         let mut conn = self.conn();
-        for chunk in tokens.chunks(CLAIM_CHUNK) {
+        for chunk in held.chunks(CLAIM_CHUNK) {
             let mut pipe = redis::pipe();
-            for t in chunk {
-                pipe.cmd("EXISTS").arg(keys::alert_resolved_key(t));
+            for (queue, signal, token) in chunk {
+                pipe.cmd("EXISTS").arg(keys::alert_resolved_key(token));
+                pipe.cmd("PTTL").arg(keys::alert_firing_key(queue, signal));
             }
             let got: redis::RedisResult<Vec<i64>> = pipe.query_async(&mut conn).await;
             match got {
-                Ok(v) if v.len() == chunk.len() => out.extend(v.into_iter().map(|n| n > 0)),
-                _ => out.extend(std::iter::repeat_n(false, chunk.len())),
+                Ok(v) if v.len() == 2 * chunk.len() => out.extend(v.chunks(2).map(|p| {
+                    (p[0] > 0).then(|| Duration::from_millis(u64::try_from(p[1]).unwrap_or(0)))
+                })),
+                _ => out.extend(std::iter::repeat_n(None, chunk.len())),
             }
         }
         out

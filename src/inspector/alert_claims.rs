@@ -24,10 +24,14 @@ impl Inspector {
             .await
     }
 
-    /// For each episode token, whether its resolution was claimed (the
-    /// episode is over). False where Redis did not answer.
-    pub async fn alert_episodes_resolved(&self, tokens: &[String]) -> Vec<bool> {
-        self.broker.alert_episodes_resolved(tokens).await
+    /// For each held firing claim (queue, signal, holder's token): how long
+    /// the claim still lives when its episode is over, `None` while it is
+    /// on (see [`crate::broker::Broker::alert_held_claims`]).
+    pub async fn alert_held_claims(
+        &self,
+        held: &[(String, String, String)],
+    ) -> Vec<Option<Duration>> {
+        self.broker.alert_held_claims(held).await
     }
 
     /// Claims the "resolved" post of episode `token` for `ttl`. Errors:

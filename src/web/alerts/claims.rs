@@ -44,24 +44,23 @@ pub async fn claim_all(state: &AppState, alerts: &[Alert]) -> Vec<bool> {
     };
     // A firing claim held for an episode that is over (its resolution was
     // claimed): this episode started within the cooldown of that one, and
-    // is posted once the claim lapses if it still holds.
-    let held: Vec<(usize, String)> = asks
+    // is posted when the claim lapses (its PTTL) if it still holds.
+    let held: Vec<(String, String, String)> = asks
         .iter()
         .enumerate()
         .filter_map(|(i, r)| match (r, answers.get(i)) {
-            (ClaimRequest::Firing { .. }, Some(Some(AlertClaim::Held(Some(t))))) => {
-                Some((i, t.clone()))
+            (ClaimRequest::Firing { queue, signal, .. }, Some(Some(AlertClaim::Held(Some(t))))) => {
+                Some((queue.clone(), signal.clone(), t.clone()))
             }
             _ => None,
         })
         .collect();
     if !held.is_empty() {
-        let tokens: Vec<String> = held.iter().map(|(_, t)| t.clone()).collect();
-        let over = state.inspector.alert_episodes_resolved(&tokens).await;
-        let retry_at = std::time::Instant::now() + ttl;
-        for ((i, _), over) in held.iter().zip(over) {
-            if let (true, ClaimRequest::Firing { queue, signal, .. }) = (over, &asks[*i]) {
-                state.alerts.defer(queue, signal, retry_at);
+        let lapse = state.inspector.alert_held_claims(&held).await;
+        let now = std::time::Instant::now();
+        for ((queue, signal, _), left) in held.iter().zip(lapse) {
+            if let Some(left) = left {
+                state.alerts.defer(queue, signal, now + left);
             }
         }
     }
