@@ -94,8 +94,8 @@ pub use signatures::ErrSignature;
 pub use snapshot::{GrowthSamples, MemoryEstimate, QueueRow, Snapshot};
 pub use stats::{QueueStatsRow, StatsHints};
 pub use tab::{
-    IdLookup, PICKER_GROUPS, SCAN_BYTES, SCAN_LIMIT, SCAN_PAGE, ScanCount, TabFilter, TabRead,
-    TabRequest, TabSummary, WorkerTimes, state_count,
+    IdLookup, PICKER_GROUPS, SCAN_BYTES, SCAN_LIMIT, SCAN_PAGE, SCANS_AT_ONCE, ScanCount,
+    TabFilter, TabRead, TabRequest, TabSummary, WorkerTimes, state_count,
 };
 pub use tasks::TaskRow;
 

@@ -31,6 +31,14 @@ pub const SCAN_PAGE: usize = 500;
 /// holds: past it the scan stops early, so a tab of tasks of several MB
 /// is summarised from its first few tasks, not 5,000 of them in memory.
 pub const SCAN_BYTES: u64 = 32 * 1024 * 1024;
+/// Most bounded scans (tab summaries, filters, job previews) one process
+/// runs at once; the others wait their turn, so their memory is bounded
+/// too: about `SCANS_AT_ONCE` × [`SCAN_BYTES`] (16 concurrent summaries
+/// of big tasks held 550 MB).
+pub const SCANS_AT_ONCE: usize = 2;
+
+/// The permits of [`SCANS_AT_ONCE`].
+pub(crate) static SCANS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(SCANS_AT_ONCE);
 
 /// Filters of a tab; an empty field filters nothing.
 #[derive(Clone, Debug, Default)]
@@ -460,6 +468,10 @@ impl Inspector {
         total: Option<usize>,
     ) -> Result<Scan> {
         self.broker.check_queue_name(queue)?;
+        let _turn = SCANS
+            .acquire()
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))?;
         if !self.broker.queue_exists(queue).await? {
             return Err(Error::QueueNotFound {
                 queue: queue.to_string(),

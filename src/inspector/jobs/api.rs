@@ -79,7 +79,12 @@ impl Inspector {
             });
         }
         // Read as the tab's scans: at most SCAN_LIMIT tasks, SCAN_PAGE and
-        // 1 MiB per call, and SCAN_BYTES in all (one read held at a time).
+        // 1 MiB per call, and SCAN_BYTES in all (one read held at a time),
+        // taking a turn among the process's scans.
+        let _turn = crate::inspector::tab::SCANS
+            .acquire()
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))?;
         let (mut scanned, mut matching, mut offset, mut bytes) = (0u64, 0u64, 0usize, 0u64);
         while offset < SCAN_LIMIT && bytes < SCAN_BYTES {
             let want = (SCAN_LIMIT - offset).min(SCAN_PAGE);
