@@ -11,7 +11,6 @@ use std::time::Duration;
 use redis::Value;
 
 use super::{Broker, keys};
-use crate::error::Result;
 
 /// Most claims one pipeline of [`Broker::claim_alerts`] sends.
 pub const CLAIM_CHUNK: usize = 100;
@@ -20,7 +19,7 @@ pub const CLAIM_CHUNK: usize = 100;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClaimRequest {
     /// The "firing" post of `(queue, signal)` for the new episode `token`
-    /// (as [`Broker::claim_alert_firing`]).
+    /// (`SET asynqdeck:{alerts}:firing:… token NX PX ttl`).
     Firing {
         /// The queue, or empty.
         queue: String,
@@ -30,7 +29,7 @@ pub enum ClaimRequest {
         token: String,
     },
     /// The "resolved" post of the episode `token` (as
-    /// [`Broker::claim_alert_resolved`]).
+    /// `SET asynqdeck:{alerts}:resolved:<token> 1 NX PX ttl`).
     Resolved {
         /// The episode's token.
         token: String,
@@ -50,8 +49,7 @@ impl ClaimRequest {
     }
 }
 
-/// The outcome of [`Broker::claim_alert_firing`] or
-/// [`Broker::claim_alert_resolved`].
+/// The outcome of one claim of [`Broker::claim_alerts`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AlertClaim {
     /// This caller holds the claim: it posts the message.
@@ -62,28 +60,6 @@ pub enum AlertClaim {
 }
 
 impl Broker {
-    /// Claims the "firing" message of `(queue, signal)` for a new episode
-    /// `token`, held for `ttl` (the alert cooldown; at least 1 ms):
-    /// `SET asynqdeck:{alerts}:firing:… token NX PX ttl`. Errors:
-    /// [`crate::Error::Redis`].
-    pub async fn claim_alert_firing(
-        &self,
-        queue: &str,
-        signal: &str,
-        token: &str,
-        ttl: Duration,
-    ) -> Result<AlertClaim> {
-        self.claim(&keys::alert_firing_key(queue, signal), token, ttl)
-            .await
-    }
-
-    /// Claims the "resolved" message of the episode `token`, held for
-    /// `ttl`: `SET asynqdeck:{alerts}:resolved:<token> 1 NX PX ttl`.
-    /// Errors: [`crate::Error::Redis`].
-    pub async fn claim_alert_resolved(&self, token: &str, ttl: Duration) -> Result<AlertClaim> {
-        self.claim(&keys::alert_resolved_key(token), "1", ttl).await
-    }
-
     /// Makes every claim of `claims`, each held for `ttl`, [`CLAIM_CHUNK`]
     /// per pipeline: one pipeline of `SET … NX PX` per chunk, then one of
     /// `GET`s for the keys already held. One answer per claim, in order;
@@ -175,24 +151,5 @@ impl Broker {
             }
         }
         out
-    }
-
-    async fn claim(&self, key: &str, value: &str, ttl: Duration) -> Result<AlertClaim> {
-        let mut conn = self.conn();
-        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        let set: Option<String> = redis::cmd("SET")
-            .arg(key)
-            .arg(value)
-            .arg("NX")
-            .arg("PX")
-            .arg(ms)
-            .query_async(&mut conn)
-            .await?;
-        if set.is_some() {
-            return Ok(AlertClaim::Claimed);
-        }
-        let held: redis::RedisResult<Option<String>> =
-            redis::cmd("GET").arg(key).query_async(&mut conn).await;
-        Ok(AlertClaim::Held(held.ok().flatten()))
     }
 }

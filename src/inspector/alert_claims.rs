@@ -6,24 +6,8 @@ use std::time::Duration;
 
 use super::Inspector;
 use crate::broker::{AlertClaim, ClaimRequest};
-use crate::error::Result;
 
 impl Inspector {
-    /// Claims the "firing" post of `(queue, signal)` for the new episode
-    /// `token` for `ttl` (the cooldown). [`AlertClaim::Held`] carries the
-    /// episode another dashboard posted. Errors: [`crate::Error::Redis`].
-    pub async fn claim_alert_firing(
-        &self,
-        queue: &str,
-        signal: &str,
-        token: &str,
-        ttl: Duration,
-    ) -> Result<AlertClaim> {
-        self.broker
-            .claim_alert_firing(queue, signal, token, ttl)
-            .await
-    }
-
     /// For each held firing claim (queue, signal, holder's token): how long
     /// the claim still lives when its episode is over, `None` while it is
     /// on (see [`crate::broker::Broker::alert_held_claims`]).
@@ -32,12 +16,6 @@ impl Inspector {
         held: &[(String, String, String)],
     ) -> Vec<Option<Duration>> {
         self.broker.alert_held_claims(held).await
-    }
-
-    /// Claims the "resolved" post of episode `token` for `ttl`. Errors:
-    /// [`crate::Error::Redis`].
-    pub async fn claim_alert_resolved(&self, token: &str, ttl: Duration) -> Result<AlertClaim> {
-        self.broker.claim_alert_resolved(token, ttl).await
     }
 
     /// Makes every claim of `claims` for `ttl`, pipelined
